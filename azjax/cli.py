@@ -1,0 +1,330 @@
+"""The `azjax` command line: train, eval, play, bench, export.
+
+    azjax train --game connect_four --preset quick [--num_simulations 32 ...] [--run_dir DIR]
+    azjax train --resume RUN_DIR
+    azjax eval results/models/connect_four_quick mcts:200 --games 200
+    azjax play results/models/connect_four_quick
+    azjax bench --game connect_four
+    azjax export RUN_DIR results/models/NAME
+
+Agents (for `eval`) are written `random`, `mcts:N` (rollout MCTS, N simulations), `policy:PATH`
+(the raw policy, no search) or `PATH[:N]` (a run directory or exported model searching N
+simulations; default `--simulations`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from azjax.config import PRESETS, Config, parse_field, preset
+
+
+def enable_compilation_cache() -> None:
+    """JAX's persistent compilation cache: a second run of the same config skips compilation."""
+    import jax
+
+    cache = os.environ.get("AZJAX_CACHE_DIR", os.path.expanduser("~/.cache/azjax/jax"))
+    if cache.lower() not in ("", "0", "off", "none"):
+        jax.config.update("jax_compilation_cache_dir", cache)
+        jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+
+
+def _config_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("config fields (override the preset)")
+    for f in dataclasses.fields(Config):
+        if f.name == "game":
+            continue
+        group.add_argument(f"--{f.name}", dest=f"cfg_{f.name}", metavar="V", default=None,
+                           help=f"(default {f.default!r})")
+
+
+def _overrides(args: argparse.Namespace) -> dict[str, Any]:
+    out = {}
+    for f in dataclasses.fields(Config):
+        v = getattr(args, f"cfg_{f.name}", None)
+        if v is not None:
+            out[f.name] = parse_field(f.name, v)
+    return out
+
+
+# ---------------------------------------------------------------- train
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from azjax.train import train
+
+    overrides = _overrides(args)
+    if args.resume:
+        from azjax.checkpoint import load_config
+
+        config = None
+        if overrides:
+            config = load_config(args.resume).replace(**overrides)
+        summary = train(config, args.resume, resume=True, progress=not args.no_progress)
+    else:
+        config = preset(args.game, args.preset, **overrides)
+        run_dir = args.run_dir or f"runs/{args.game}_{args.preset}_{time.strftime('%Y%m%d_%H%M%S')}"
+        summary = train(config, run_dir, progress=not args.no_progress)
+    last = summary.get("last_eval")
+    print(f"run directory: {summary['run_dir']} (step {summary['step']})")
+    if last:
+        print(f"last evaluation: score {float(last['score']):.3f} vs {last['opponent']}")
+    return 0
+
+
+# ---------------------------------------------------------------- agents
+
+
+def load_checkpoint(path: str) -> tuple[Config, Any]:
+    """(config, params) from a run directory or an exported model directory."""
+    import jax
+
+    from azjax.checkpoint import load_config, load_params
+    from azjax.games import make_game
+    from azjax.network import init_params, make_network
+
+    config = load_config(path)
+    game = make_game(config.game, komi=config.komi, start=config.start if config.game == "chess" else None)
+    template = init_params(make_network(config, game), game, jax.random.key(0))
+    return config, load_params(path, template)
+
+
+def make_agent(spec: str, game_name: str | None, simulations: int, search: str | None = None) -> tuple[Any, str]:
+    """An agent from its command-line spec; returns (agent, game name)."""
+    from azjax import agents
+    from azjax.games import make_game
+
+    if spec == "random" or spec.startswith("mcts:"):
+        if game_name is None:
+            raise ValueError(f"agent {spec!r} needs --game (or a checkpoint on the other side)")
+        game = make_game(game_name)
+        if spec == "random":
+            return agents.random_agent(game), game_name
+        n = spec.split(":", 1)[1]
+        if not n.isdigit() or int(n) < 1:
+            raise ValueError(f"bad agent {spec!r}: mcts:N needs a positive number of simulations")
+        return agents.rollout_mcts_agent(game, int(n)), game_name
+    raw_policy = spec.startswith("policy:")
+    path = spec.split(":", 1)[1] if raw_policy else spec
+    sims = simulations
+    if not raw_policy and ":" in path and not Path(path).exists():
+        path, n = path.rsplit(":", 1)
+        if not n.isdigit() or int(n) < 1:
+            raise ValueError(f"bad agent {spec!r}: PATH:N needs a positive number of simulations")
+        sims = int(n)
+    if not Path(path).is_dir():
+        raise ValueError(f"unknown agent {spec!r}: not random, mcts:N, or a checkpoint directory")
+    config, params = load_checkpoint(path)
+    if search:
+        config = config.replace(search=search)
+    if game_name is not None and game_name != config.game:
+        raise ValueError(f"{path} plays {config.game}, not {game_name}")
+    game = make_game(config.game, komi=config.komi, start=config.start if config.game == "chess" else None)
+    name = f"{Path(path).name}"
+    if raw_policy:
+        from azjax.network import make_network
+        from azjax.search import network_evaluator
+
+        agent = agents.policy_agent(game, network_evaluator(make_network(config, game).apply),
+                                    name=f"{name}:policy", params=params)
+        return agent, config.game
+    agent = agents.network_agent(config, game, params, num_simulations=sims)
+    return dataclasses.replace(agent, name=f"{name}:{sims}"), config.game
+
+
+def _checkpoint_game(spec: str) -> str | None:
+    path = spec.split(":", 1)[1] if spec.startswith("policy:") else spec
+    if ":" in path and not Path(path).exists():
+        path = path.rsplit(":", 1)[0]
+    if Path(path).is_dir():
+        from azjax.checkpoint import load_config
+
+        return load_config(path).game
+    return None
+
+
+# ---------------------------------------------------------------- eval
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    import jax
+
+    from azjax.arena import match
+
+    game_name = args.game or _checkpoint_game(args.agent_a) or _checkpoint_game(args.agent_b)
+    a, game_name = make_agent(args.agent_a, game_name, args.simulations, args.search)
+    b, _ = make_agent(args.agent_b, game_name, args.simulations, args.search)
+    from azjax.games import make_game
+
+    game = make_game(game_name)
+    if args.games < 2 or args.games % 2:
+        raise ValueError(f"--games must be a positive even number (colours alternate), got {args.games}")
+    t0 = time.perf_counter()
+    result = match(game, a, b, args.games, jax.random.key(args.seed), batch_size=args.batch_size)
+    d = result.to_dict()
+    d.update(agent_a=a.name, agent_b=b.name, game=game_name, seconds=round(time.perf_counter() - t0, 1),
+             command="azjax " + " ".join(sys.argv[1:]))
+    print(f"{a.name} vs {b.name} on {game_name}: {d['wins']} wins, {d['draws']} draws, {d['losses']} losses "
+          f"over {d['games']} games")
+    print(f"score {d['score']:.3f} (95% CI {d['score_low']:.3f}-{d['score_high']:.3f}), "
+          f"Elo difference {d['elo']:+.0f} [{d['elo_low']:+.0f}, {d['elo_high']:+.0f}]")
+    if args.out:
+        from azjax.checkpoint import write_json
+
+        write_json(args.out, d)
+        print(f"wrote {args.out}")
+    return 0
+
+
+# ---------------------------------------------------------------- play
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    import jax
+    import numpy as np
+
+    from azjax.agents import network_agent
+    from azjax.games import make_game
+
+    config, params = load_checkpoint(args.checkpoint)
+    game = make_game(config.game, komi=config.komi, start=config.start if config.game == "chess" else None)
+    agent = network_agent(config, game, params, num_simulations=args.simulations)
+    act = jax.jit(agent.act)
+    human = 0 if args.color == "first" else 1
+    key = jax.random.key(args.seed)
+    state = game.init(jax.random.key(0))
+    batch = lambda s: jax.tree.map(lambda x: x[None], s)  # noqa: E731
+    step = jax.jit(game.step)
+    mover = 0  # index in move order: 0 = first player
+    print(f"You play {'first' if human == 0 else 'second'} against {args.checkpoint} "
+          f"({args.simulations} simulations). Type a move, 'help' or 'quit'.")
+    while not bool(state.terminated):
+        print(game.render(state))
+        if mover == human:
+            text = input("your move> ").strip()
+            if text in ("quit", "exit"):
+                return 0
+            if text == "help":
+                legal = np.flatnonzero(np.asarray(state.legal_action_mask))
+                print("legal moves:", " ".join(game.action_to_str(state, int(a)) for a in legal))
+                continue
+            try:
+                action = game.parse_action(state, text)
+            except ValueError as e:
+                print(f"{e}; try again ('help' lists the legal moves)")
+                continue
+        else:
+            key, sub = jax.random.split(key)
+            action = int(act(agent.params, sub, batch(state))[0])
+            print(f"azjax plays {game.action_to_str(state, action)}")
+        prev = state.current_player
+        state = step(state, action)
+        if bool(state.terminated):
+            print(game.render(state))
+            r = float(state.rewards[prev])
+            who = "you" if mover == human else "azjax"
+            print("draw" if r == 0 else (f"{who} won" if r > 0 else f"{who} lost"))
+        mover = 1 - mover
+    return 0
+
+
+# ---------------------------------------------------------------- bench, export
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from azjax.bench import main as bench_main
+
+    argv = []
+    for g in args.game:
+        argv += ["--game", g]
+    if args.out:
+        argv += ["--out", args.out]
+    if args.quick:
+        argv += ["--quick"]
+    return bench_main(argv)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from azjax.checkpoint import export_model
+
+    dest = export_model(args.run_dir, args.dest)
+    print(f"exported {args.run_dir} -> {dest}")
+    return 0
+
+
+# ---------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="azjax", description="AlphaZero in JAX (pgx + mctx)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("train", help="train a network by self-play")
+    p.add_argument("--game", default="connect_four", choices=list(PRESETS))
+    p.add_argument("--preset", default="quick", help="quick (CPU, minutes) or full (one GPU)")
+    p.add_argument("--run_dir", default=None, help="default: runs/GAME_PRESET_TIME")
+    p.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue a stopped run")
+    p.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
+    _config_flags(p)
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("eval", help="play games between two agents (colours alternate)")
+    p.add_argument("agent_a")
+    p.add_argument("agent_b")
+    p.add_argument("--game", default=None, help="needed when neither agent is a checkpoint")
+    p.add_argument("--games", type=int, default=200)
+    p.add_argument("--simulations", type=int, default=64, help="search budget of checkpoint agents")
+    p.add_argument("--search", choices=["gumbel", "puct"], default=None, help="override the checkpoint's search")
+    p.add_argument("--batch_size", type=int, default=None, help="games played at once (default: all)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default=None, help="write the result as JSON here")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("play", help="play against a checkpoint in the terminal")
+    p.add_argument("checkpoint")
+    p.add_argument("--simulations", type=int, default=128)
+    p.add_argument("--color", choices=["first", "second"], default="first")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_play)
+
+    p = sub.add_parser("bench", help="self-play speed against the network-only ceiling and a plain loop")
+    p.add_argument("--game", action="append", default=None, help="repeatable; default connect_four and go_9x9")
+    p.add_argument("--out", default=None)
+    p.add_argument("--quick", action="store_true", help="tiny settings (smoke test)")
+    p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser("export", help="copy a run's config and parameters into a model directory")
+    p.add_argument("run_dir")
+    p.add_argument("dest")
+    p.set_defaults(func=cmd_export)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "game", None) is None and args.command == "bench":
+        args.game = ["connect_four", "go_9x9"]
+    enable_compilation_cache()
+    try:
+        return int(args.func(args) or 0)
+    except (ValueError, FileNotFoundError) as e:
+        print(f"azjax {args.command}: error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    except EOFError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+
+__all__ = ["main", "json"]

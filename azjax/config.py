@@ -1,0 +1,227 @@
+"""One typed, frozen config per run, with presets per game.
+
+Every field can be set from the command line (`--num_simulations 64`); a run directory keeps the
+config as JSON, and resuming checks that the saved config matches.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any, Literal, get_args, get_origin, get_type_hints
+
+from azjax.games import GAMES
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    # game
+    game: str = "connect_four"
+    komi: float | None = None  # Go only; None = the game's official komi
+    start: str = "standard"  # chess only: standard, queen_odds, rook_odds, knight_odds or a FEN
+    # network
+    num_blocks: int = 3
+    num_channels: int = 32
+    compute_dtype: Literal["float32", "bfloat16"] = "float32"
+    # search
+    search: Literal["gumbel", "puct"] = "gumbel"
+    num_simulations: int = 32
+    max_num_considered_actions: int = 16  # Gumbel root
+    gumbel_scale: float = 1.0
+    pb_c_init: float = 1.25  # PUCT
+    dirichlet_alpha: float = 0.3
+    dirichlet_fraction: float = 0.25
+    temperature_moves: int = 10  # tau = 1 for the first k moves of each trajectory, then greedy
+    # self-play and replay
+    num_envs: int = 256  # games in flight (over all devices)
+    moves_per_step: int = 8  # self-play moves per loop step
+    replay_size: int = 65536
+    min_replay_size: int = 4096  # positions with known outcomes before SGD starts
+    # training
+    batch_size: int = 256
+    sgd_steps_per_step: int = 4
+    learning_rate: float = 2e-3
+    lr_warmup_steps: int = 100
+    lr_end_fraction: float = 0.1  # cosine decay to this fraction of the peak over the run
+    weight_decay: float = 1e-4
+    value_loss_weight: float = 1.0
+    augment: bool = True  # random board symmetries on sampled batches
+    # run
+    num_steps: int = 1000  # loop steps
+    seed: int = 0
+    log_every: int = 10
+    checkpoint_every: int = 100
+    eval_every: int = 250  # 0 = never
+    eval_games: int = 64
+    eval_simulations: int = 64  # the network agent's search budget in periodic evaluation
+    eval_opponent_simulations: int = 200  # rollout MCTS
+
+    def __post_init__(self) -> None:
+        hints = get_type_hints(type(self))
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            _check_type(f.name, value, hints[f.name])
+            if type(value) is int and float in _union_args(hints[f.name]) and int not in _union_args(hints[f.name]):
+                object.__setattr__(self, f.name, float(value))  # 1 -> 1.0, so JSON and comparisons agree
+        if self.game not in GAMES:
+            raise ValueError(f"unknown game {self.game!r}; choose one of {', '.join(GAMES)}")
+        positive = ["num_blocks", "num_channels", "num_simulations", "num_envs", "moves_per_step",
+                    "replay_size", "batch_size", "num_steps", "log_every", "checkpoint_every",
+                    "eval_games", "eval_simulations", "eval_opponent_simulations",
+                    "max_num_considered_actions"]
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        nonneg = ["sgd_steps_per_step", "min_replay_size", "temperature_moves", "lr_warmup_steps",
+                  "eval_every", "weight_decay", "learning_rate", "dirichlet_fraction", "gumbel_scale",
+                  "pb_c_init", "value_loss_weight"]
+        for name in nonneg:
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        if not 0 <= self.dirichlet_fraction <= 1:
+            raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
+        if self.komi is not None:
+            if not self.game.startswith("go_"):
+                raise ValueError(f"komi applies to Go only, not {self.game!r}")
+            if (self.komi * 2) % 2 != 1:
+                raise ValueError(f"komi must be a half-integer (e.g. 7.5) so no game is drawn, got {self.komi}")
+        if self.start not in ("", "standard") and self.game != "chess":
+            raise ValueError(f"start positions apply to chess only, not {self.game!r} (start={self.start!r})")
+        if self.dirichlet_alpha <= 0:
+            raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
+        if not 0 <= self.lr_end_fraction <= 1:
+            raise ValueError(f"lr_end_fraction must be in [0, 1], got {self.lr_end_fraction}")
+        if self.min_replay_size > self.replay_size:
+            raise ValueError(f"min_replay_size ({self.min_replay_size}) exceeds replay_size ({self.replay_size})")
+        if self.batch_size > self.replay_size:
+            raise ValueError(f"batch_size ({self.batch_size}) exceeds replay_size ({self.replay_size})")
+
+    # ----- (de)serialisation -----
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Config:
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - names)
+        if unknown:
+            raise ValueError(f"unknown config field(s): {', '.join(unknown)}")
+        return cls(**d)
+
+    @classmethod
+    def from_json(cls, text: str) -> Config:
+        return cls.from_dict(json.loads(text))
+
+    def replace(self, **changes: Any) -> Config:
+        return dataclasses.replace(self, **changes)
+
+    def describe(self) -> str:
+        """One `name = value` line per field, for printing at the start of a run."""
+        return "\n".join(f"  {k} = {v!r}" for k, v in self.to_dict().items())
+
+
+def _union_args(hint: Any) -> tuple[Any, ...]:
+    return get_args(hint) if get_origin(hint) not in (None, Literal) else (hint,)
+
+
+def _check_type(name: str, value: Any, hint: Any) -> None:
+    origin = get_origin(hint)
+    if origin is Literal:
+        if value not in get_args(hint):
+            choices = ", ".join(map(str, get_args(hint)))
+            raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+        return
+    allowed = tuple(a for a in get_args(hint)) if origin is not None else (hint,)
+    if value is None and type(None) in allowed:
+        return
+    if bool in allowed:
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be true or false, got {value!r}")
+        return
+    if int in allowed and isinstance(value, int) and not isinstance(value, bool):
+        return
+    if float in allowed and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return
+    if str in allowed and isinstance(value, str):
+        return
+    raise ValueError(f"{name} has the wrong type: {value!r}")
+
+
+def parse_field(name: str, text: str) -> Any:
+    """Parses a command-line value for config field `name`."""
+    fields = {f.name: f for f in dataclasses.fields(Config)}
+    if name not in fields:
+        raise ValueError(f"unknown config field {name!r}")
+    hint = get_type_hints(Config)[name]
+    args = get_args(hint) if get_origin(hint) is not Literal else ()
+    if text.lower() == "none" and type(None) in args:
+        return None
+    if hint is bool:
+        if text.lower() in ("1", "true", "yes", "on"):
+            return True
+        if text.lower() in ("0", "false", "no", "off"):
+            return False
+        raise ValueError(f"{name} expects true/false, got {text!r}")
+    try:
+        if hint is int:
+            return int(text)
+        if hint is float or float in args:
+            return float(text)
+    except ValueError:
+        raise ValueError(f"{name} expects a number, got {text!r}") from None
+    return text
+
+
+# Presets: `quick` trains on a laptop CPU in minutes; `full` is sized for one GPU.
+PRESETS: dict[str, dict[str, dict[str, Any]]] = {
+    "connect_four": {
+        "quick": dict(num_blocks=3, num_channels=32, num_simulations=32, num_envs=256,
+                      moves_per_step=8, replay_size=65536, min_replay_size=4096, batch_size=256,
+                      sgd_steps_per_step=4, learning_rate=2e-3, num_steps=400, temperature_moves=8,
+                      eval_every=100, eval_games=64),
+        "full": dict(num_blocks=6, num_channels=128, num_simulations=64, num_envs=1024,
+                     moves_per_step=16, replay_size=1_000_000, min_replay_size=50_000, batch_size=1024,
+                     sgd_steps_per_step=8, learning_rate=2e-3, num_steps=5000, eval_every=500,
+                     eval_games=200, compute_dtype="bfloat16"),
+    },
+    "go_7x7": {
+        "quick": dict(num_blocks=4, num_channels=32, num_simulations=32, num_envs=128,
+                      moves_per_step=8, replay_size=65536, min_replay_size=4096, batch_size=256,
+                      sgd_steps_per_step=2, num_steps=1000, temperature_moves=10, eval_every=250),
+        "full": dict(num_blocks=6, num_channels=128, num_simulations=128, num_envs=1024,
+                     moves_per_step=16, replay_size=1_000_000, min_replay_size=50_000, batch_size=1024,
+                     sgd_steps_per_step=8, num_steps=10000, eval_every=1000, compute_dtype="bfloat16"),
+    },
+    "go_9x9": {
+        "quick": dict(num_blocks=4, num_channels=32, num_simulations=32, num_envs=128,
+                      moves_per_step=8, replay_size=65536, min_replay_size=4096, batch_size=256,
+                      sgd_steps_per_step=2, num_steps=1000, temperature_moves=16, eval_every=250),
+        "full": dict(num_blocks=10, num_channels=128, num_simulations=200, num_envs=1024,
+                     moves_per_step=16, replay_size=1_000_000, min_replay_size=100_000,
+                     batch_size=1024, sgd_steps_per_step=8, num_steps=20000, eval_every=1000,
+                     temperature_moves=30, compute_dtype="bfloat16"),
+    },
+    "chess": {
+        "quick": dict(num_blocks=4, num_channels=32, num_simulations=32, num_envs=64,
+                      moves_per_step=8, replay_size=16384, min_replay_size=2048, batch_size=128,
+                      sgd_steps_per_step=2, num_steps=500, temperature_moves=20, eval_every=0,
+                      dirichlet_alpha=0.3),
+        "full": dict(num_blocks=10, num_channels=128, num_simulations=200, num_envs=1024,
+                     moves_per_step=16, replay_size=500_000, min_replay_size=50_000, batch_size=1024,
+                     sgd_steps_per_step=8, num_steps=50000, temperature_moves=30, eval_every=0,
+                     compute_dtype="bfloat16"),
+    },
+}
+
+
+def preset(game: str, name: str = "quick", **overrides: Any) -> Config:
+    """The named preset for `game`, with `overrides` applied."""
+    if game not in PRESETS:
+        raise ValueError(f"unknown game {game!r}; choose one of {', '.join(GAMES)}")
+    if name not in PRESETS[game]:
+        raise ValueError(f"unknown preset {name!r}; choose one of {', '.join(PRESETS[game])}")
+    return Config(game=game, **{**PRESETS[game][name], **overrides})

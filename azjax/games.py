@@ -1,0 +1,361 @@
+"""Games: a registry of pgx-backed two-player games behind one small adapter.
+
+Every game is seen through `Game`, whose jittable methods take and return a `GameState`:
+
+    state = game.init(key)                  # a new game (optionally with a komi)
+    state = game.step(state, action)        # one move
+    state.observation, state.legal_action_mask, state.current_player,
+    state.terminated, state.rewards         # read-outs, as in pgx
+
+`GameState` wraps the pgx state and adds the per-game komi, so a single batch of Go games can mix
+komi values (pgx fixes the komi per environment object). The Go adapter builds pgx's Go with komi 0
+and rescores finished games from the board with each game's own komi (area scoring, Tromp-Taylor).
+
+Host-side helpers (`render`, `action_to_str`, `parse_action`) speak each game's usual notation:
+Connect Four columns 1-7, Go vertices (`D4`, `pass`), UCI moves for chess.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pgx
+import pgx.go
+import pgx._src.games.go as pgx_go
+from flax import struct
+
+Array = jax.Array
+
+
+@struct.dataclass
+class GameState:
+    """One game (or a batch of games: every leaf gains leading axes).
+
+    Attributes:
+      env: the pgx state.
+      komi: float32 [], points given to White (Go only; 0 for other games).
+    """
+
+    env: Any
+    komi: Array
+
+    @property
+    def observation(self) -> Array:
+        return self.env.observation
+
+    @property
+    def legal_action_mask(self) -> Array:
+        return self.env.legal_action_mask
+
+    @property
+    def current_player(self) -> Array:
+        return self.env.current_player
+
+    @property
+    def terminated(self) -> Array:
+        return self.env.terminated
+
+    @property
+    def rewards(self) -> Array:
+        """float32 [..., 2]: reward of each player id for the last move."""
+        return self.env.rewards
+
+    @property
+    def move_number(self) -> Array:
+        """int32 []: moves played since the game's (or start position's) first move."""
+        return self.env._step_count
+
+
+@dataclasses.dataclass(frozen=True)
+class Game:
+    """A pgx environment with azjax's conventions.
+
+    Attributes:
+      name: registry id (`connect_four`, `go_7x7`, `go_9x9`, `chess`).
+      env: the pgx environment.
+      max_moves: upper bound on a game's length (pgx's own termination rules guarantee it).
+      komi: default komi (Go), 0 otherwise.
+    """
+
+    name: str
+    env: pgx.Env
+    max_moves: int
+    komi: float = 0.0
+
+    @property
+    def num_actions(self) -> int:
+        return int(self.env.num_actions)
+
+    @property
+    def observation_shape(self) -> tuple[int, ...]:
+        return tuple(self.env.observation_shape)
+
+    @property
+    def is_go(self) -> bool:
+        return False
+
+    def init(self, key: Array, komi: Array | float | None = None) -> GameState:
+        """A new game. `komi` overrides the default komi (Go)."""
+        komi = self.komi if komi is None else komi
+        return GameState(env=self.env.init(key), komi=jnp.asarray(komi, jnp.float32))
+
+    def step(self, state: GameState, action: Array) -> GameState:
+        """Plays `action` for the player to move. A finished game stays as it is (zero rewards)."""
+        return state.replace(env=self.env.step(state.env, action))
+
+    # ----- host-side helpers (numpy; one unbatched state) -----
+
+    def render(self, state: GameState) -> str:
+        raise NotImplementedError(f"{self.name} has no text rendering")
+
+    def action_to_str(self, state: GameState, action: int) -> str:
+        return str(int(action))
+
+    def parse_action(self, state: GameState, text: str) -> int:
+        """The action for `text`; raises ValueError with a reason if it is malformed or illegal."""
+        raise NotImplementedError
+
+    def _check_legal(self, state: GameState, action: int, text: str) -> int:
+        if not bool(np.asarray(state.legal_action_mask)[action]):
+            raise ValueError(f"illegal move: {text!r}")
+        return action
+
+
+# ---------------------------------------------------------------- Connect Four
+
+
+@dataclasses.dataclass(frozen=True)
+class ConnectFour(Game):
+    def render(self, state: GameState) -> str:
+        board = np.asarray(state.env._x.board).reshape(6, 7)
+        marks = {-1: ".", 0: "X", 1: "O"}
+        rows = [" ".join(marks[int(v)] for v in row) for row in board]
+        return "\n".join(rows + ["1 2 3 4 5 6 7"])
+
+    def action_to_str(self, state: GameState, action: int) -> str:
+        return str(int(action) + 1)
+
+    def parse_action(self, state: GameState, text: str) -> int:
+        text = text.strip()
+        if not text.isdigit() or not 1 <= int(text) <= 7:
+            raise ValueError(f"not a Connect Four column (1-7): {text!r}")
+        return self._check_legal(state, int(text) - 1, text)
+
+
+# ---------------------------------------------------------------- Go
+
+GO_COLUMNS = "ABCDEFGHJKLMNOPQRST"  # GTP skips I
+
+
+@dataclasses.dataclass(frozen=True)
+class Go(Game):
+    """Go with area scoring and a komi per game (stored in `GameState.komi`)."""
+
+    size: int = 9
+
+    @property
+    def is_go(self) -> bool:
+        return True
+
+    def step(self, state: GameState, action: Array) -> GameState:
+        env = self.env.step(state.env, action)
+        x = env._x
+        black_lead = board_lead_black(x, self.size)
+        black_wins = black_lead - state.komi > 0
+        color_rewards = jnp.where(black_wins, jnp.float32([1, -1]), jnp.float32([-1, 1]))
+        # Positional superko: pgx lets the move that repeats a position lose (the side now to move wins).
+        psk_rewards = jnp.float32([-1, -1]).at[x.color].set(1.0)
+        color_rewards = jnp.where(x.is_psk, psk_rewards, color_rewards)
+        just_ended = env.terminated & ~state.env.terminated
+        rewards = jnp.where(just_ended, color_rewards[env._player_order], 0.0)
+        return state.replace(env=env.replace(rewards=rewards))
+
+    def color_to_move(self, state: GameState) -> Array:
+        """int32 []: 0 = Black, 1 = White."""
+        return state.env._x.color
+
+    def board(self, state: GameState) -> np.ndarray:
+        """int8 [size, size]: +1 Black, -1 White, 0 empty; row 0 is the top (GTP row `size`)."""
+        return np.sign(np.asarray(state.env._x.board)).reshape(self.size, self.size).astype(np.int8)
+
+    def render(self, state: GameState) -> str:
+        board = self.board(state)
+        cols = "   " + " ".join(GO_COLUMNS[: self.size])
+        rows = [cols]
+        for r in range(self.size):
+            marks = " ".join({1: "X", -1: "O", 0: "."}[int(v)] for v in board[r])
+            rows.append(f"{self.size - r:2d} {marks} {self.size - r:2d}")
+        rows.append(cols)
+        color = "Black" if int(self.color_to_move(state)) == 0 else "White"
+        rows.append(f"komi {float(state.komi):g}, {color} to move")
+        return "\n".join(rows)
+
+    def action_to_str(self, state: GameState, action: int) -> str:
+        action = int(action)
+        if action == self.size * self.size:
+            return "pass"
+        row, col = divmod(action, self.size)
+        return f"{GO_COLUMNS[col]}{self.size - row}"
+
+    def parse_action(self, state: GameState, text: str) -> int:
+        t = text.strip().upper()
+        if t == "PASS":
+            return self._check_legal(state, self.size * self.size, text)
+        if len(t) < 2 or t[0] not in GO_COLUMNS[: self.size] or not t[1:].isdigit():
+            raise ValueError(f"not a Go vertex on {self.size}x{self.size}: {text!r}")
+        col, rank = GO_COLUMNS.index(t[0]), int(t[1:])
+        if not 1 <= rank <= self.size:
+            raise ValueError(f"not a Go vertex on {self.size}x{self.size}: {text!r}")
+        return self._check_legal(state, (self.size - rank) * self.size + col, text)
+
+
+def board_lead_black(x: pgx_go.GameState, size: int) -> Array:
+    """float32 []: Black's area minus White's area (stones + surrounded empty points), before komi."""
+    scores = pgx_go._count_scores(x, size)
+    return (scores[0] - scores[1]).astype(jnp.float32)
+
+
+# ---------------------------------------------------------------- chess
+
+STANDARD_FEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+# Odds starts: the side giving odds (White) lacks the piece; conventional squares (queen d1, rook a1,
+# knight b1; the lost rook also loses its castling right).
+ODDS_FENS = {
+    "standard": STANDARD_FEN,
+    "queen_odds": "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNB1KBNR w KQkq - 0 1",
+    "rook_odds": "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/1NBQKBNR w Kkq - 0 1",
+    "knight_odds": "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/R1BQKBNR w KQkq - 0 1",
+}
+_PROMOTIONS = "rbn"  # pgx underpromotion index 0, 1, 2; -1 means queen
+
+
+def chess_state_from_fen(fen: str) -> Any:
+    """A pgx chess state for a FEN; raises ValueError naming the problem if the FEN is not legal."""
+    import chess as pychess
+    from pgx.experimental.chess import from_fen
+
+    try:
+        board = pychess.Board(fen)
+    except ValueError as e:
+        raise ValueError(f"bad FEN {fen!r}: {e}") from e
+    status = board.status()
+    if status != pychess.STATUS_VALID:
+        raise ValueError(f"bad FEN {fen!r}: not a legal chess position ({status!r})")
+    return from_fen(board.fen())
+
+
+@dataclasses.dataclass(frozen=True)
+class Chess(Game):
+    """Chess from the standard start, a named odds start, or any FEN."""
+
+    start_fen: str = STANDARD_FEN
+
+    def init(self, key: Array, komi: Array | float | None = None) -> GameState:
+        del komi
+        if self.start_fen == STANDARD_FEN:
+            env = self.env.init(key)
+        else:
+            env = _cached_fen_state(self.start_fen)
+        return GameState(env=env, komi=jnp.float32(0.0))
+
+    def fen(self, state: GameState) -> str:
+        from pgx.experimental.chess import to_fen
+
+        env = jax.tree.map(np.asarray, state.env)
+        # pgx writes fixed move counters; carry the real ones.
+        head = to_fen(env).split()[:4]
+        x = env._x
+        return " ".join(head + [str(int(x.halfmove_count)), str(int(x.fullmove_count))])
+
+    def render(self, state: GameState) -> str:
+        import chess as pychess
+
+        return str(pychess.Board(self.fen(state)))
+
+    def action_to_str(self, state: GameState, action: int) -> str:
+        x = state.env._x
+        action = int(action)
+        from_, plane = divmod(action, 73)
+        to = int(_from_plane()[from_, plane])
+        piece = int(np.asarray(x.board)[from_])
+        promo = ""
+        if piece == 1 and to % 8 == 7:  # a pawn reaching the last rank (pgx sees from the mover's side)
+            promo = _PROMOTIONS[plane // 3] if plane < 9 else "q"
+        black = int(np.asarray(x.color)) == 1
+        return _square(from_, black) + _square(to, black) + promo
+
+    def parse_action(self, state: GameState, text: str) -> int:
+        t = text.strip().lower()
+        legal = np.flatnonzero(np.asarray(state.legal_action_mask))
+        for a in legal:
+            if self.action_to_str(state, int(a)) == t:
+                return int(a)
+        if len(t) in (4, 5) and t[0] in "abcdefgh" and t[2] in "abcdefgh" and t[1] in "12345678" and t[3] in "12345678":
+            raise ValueError(f"illegal move: {text!r}")
+        raise ValueError(f"not a UCI move (e.g. e2e4, e7e8q): {text!r}")
+
+
+@functools.cache
+def _from_plane() -> np.ndarray:
+    """pgx's (from square, plane) -> to square table, as numpy (indexing the jax array costs ~0.2 ms a move)."""
+    from pgx._src.games.chess import FROM_PLANE
+
+    return np.asarray(FROM_PLANE)
+
+
+def _square(pos: int, black: bool) -> str:
+    """pgx square index (file * 8 + rank, from the mover's side) to algebraic."""
+    file, rank = divmod(pos, 8)
+    if black:
+        rank = 7 - rank
+    return "abcdefgh"[file] + str(rank + 1)
+
+
+_FEN_CACHE: dict[str, Any] = {}
+
+
+def _cached_fen_state(fen: str) -> Any:
+    if fen not in _FEN_CACHE:
+        _FEN_CACHE[fen] = jax.tree.map(np.asarray, chess_state_from_fen(fen))
+    return jax.tree.map(jnp.asarray, _FEN_CACHE[fen])
+
+
+# ---------------------------------------------------------------- registry
+
+GAMES = ("connect_four", "go_7x7", "go_9x9", "chess")
+DEFAULT_KOMI = {"go_7x7": 9.5, "go_9x9": 7.5}
+
+
+def make_game(name: str, *, komi: float | None = None, start: str | None = None) -> Game:
+    """The game `name` from the registry.
+
+    Args:
+      name: one of `GAMES`.
+      komi: Go only; the default komi of new games (7x7: 9.5, 9x9: 7.5).
+      start: chess only; `standard`, an odds start (`queen_odds`, `rook_odds`, `knight_odds`)
+        or a FEN.
+    """
+    if name not in GAMES:
+        raise ValueError(f"unknown game {name!r}; choose one of {', '.join(GAMES)}")
+    if komi is not None and not name.startswith("go_"):
+        raise ValueError(f"komi applies to Go only, not {name!r}")
+    if start not in (None, "", "standard") and name != "chess":
+        raise ValueError(f"start positions apply to chess only, not {name!r}")
+    if name == "connect_four":
+        return ConnectFour(name=name, env=pgx.make("connect_four"), max_moves=42)
+    if name.startswith("go_"):
+        size = int(name[3])
+        komi = DEFAULT_KOMI[name] if komi is None else float(komi)
+        if (komi * 2) % 2 != 1:
+            raise ValueError(f"komi must be a half-integer (e.g. 7.5) so no game is drawn, got {komi}")
+        env = pgx.go.Go(size=size, komi=0.0)
+        return Go(name=name, env=env, max_moves=size * size * 2, komi=komi, size=size)
+    fen = ODDS_FENS.get(start or "standard", start)
+    assert fen is not None
+    chess_state_from_fen(fen)  # validate now, with a clear error
+    return Chess(name=name, env=pgx.make("chess"), max_moves=512, start_fen=fen)

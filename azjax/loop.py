@@ -1,0 +1,302 @@
+"""The AlphaZero loop as one jitted step: self-play moves -> replay -> SGD.
+
+    trainer = Trainer(config)
+    state = trainer.init(seed)                 # games in flight, replay, params, optimizer, PRNG
+    state, metrics = trainer.step(state)       # one loop step, entirely on device
+
+One loop step, in AlphaZero's terms:
+
+    repeat moves_per_step times:                 # every game in flight advances one move
+        pi = search(root = current positions)    # PUCT or Gumbel root, noise at the root
+        a  ~ pi^(1/tau) for the first k moves of each trajectory, argmax afterwards
+        replay <- (observation, pi target, player to move)
+        play a; games that end give their outcome z to all their stored positions
+        finished games restart at once
+    repeat sgd_steps_per_step times (once the replay holds min_replay_size finished positions):
+        theta <- theta - lr * grad[ CE(pi, p) + (z - v)^2 + c ||theta||^2 ]
+
+The step runs data-parallel under `jax.shard_map` over a 1-D mesh of all devices (across hosts
+after `jax.distributed.initialize()`): games and replay are split along the `data` axis,
+parameters and optimizer state are replicated, gradients are averaged with `pmean` (an XLA
+all-reduce). Each device draws its own random numbers by folding its index into the shared key.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import struct
+from jax.sharding import Mesh, NamedSharding
+from jax.sharding import PartitionSpec as P
+
+from azjax import replay as rb
+from azjax.augment import augment
+from azjax.config import Config
+from azjax.games import Game, GameState, make_game
+from azjax.network import PolicyValueNet, init_params, make_network
+from azjax.search import SearchSpec, choose_action, network_evaluator, run_search
+
+AXIS = "data"
+
+
+@struct.dataclass
+class Actors:
+    """The games in flight, [B] each.
+
+    state: the games. game_id: per-slot counter of games started in that slot.
+    first_player: player id who moved first (for the win/draw/loss split).
+    trajectory_moves: moves since the trajectory's start (the temperature window counts these).
+    """
+
+    state: GameState
+    game_id: jax.Array
+    first_player: jax.Array
+    trajectory_moves: jax.Array
+
+
+@struct.dataclass
+class LoopState:
+    actors: Actors
+    replay: rb.Replay
+    params: Any
+    opt_state: Any
+    key: jax.Array
+    step: jax.Array  # loop steps done
+    moves: jax.Array  # self-play moves done by every slot (decides where the replay writes)
+
+
+def loss_fn(apply_fn: Callable, params: Any, obs: jax.Array, policy: jax.Array, value: jax.Array,
+            weight_decay: float, value_loss_weight: float) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """AlphaZero's loss: policy cross-entropy + value MSE + L2 on the weights.
+
+    obs [B, ...], policy [B, A] (target distribution), value [B] (target z).
+    """
+    logits, v = apply_fn(params, obs)
+    policy_loss = optax.softmax_cross_entropy(logits, policy).mean()
+    value_loss = jnp.mean((v - value) ** 2)
+    l2 = sum(jnp.sum(w**2) for w in jax.tree.leaves(params) if w.ndim > 1)
+    total = policy_loss + value_loss_weight * value_loss + weight_decay * l2
+    entropy = -jnp.sum(jnp.where(policy > 0, policy * jnp.log(policy + 1e-12), 0.0), axis=-1).mean()
+    return total, {
+        "loss": total,
+        "policy_loss": policy_loss,
+        "value_loss": value_loss,
+        "l2": l2,
+        "policy_target_entropy": entropy,
+    }
+
+
+def make_optimizer(config: Config) -> optax.GradientTransformation:
+    total = max(config.num_steps * config.sgd_steps_per_step, config.lr_warmup_steps + 1)
+    schedule = optax.warmup_cosine_decay_schedule(
+        init_value=0.0,
+        peak_value=config.learning_rate,
+        warmup_steps=config.lr_warmup_steps,
+        decay_steps=total,
+        end_value=config.learning_rate * config.lr_end_fraction,
+    )
+    return optax.chain(optax.clip_by_global_norm(1.0), optax.adam(schedule))
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalSizes:
+    """Per-device sizes."""
+
+    num_devices: int
+    num_envs: int
+    replay_size: int
+    batch_size: int
+
+
+def local_sizes(config: Config, num_devices: int) -> LocalSizes:
+    for name in ("num_envs", "batch_size"):
+        if getattr(config, name) % num_devices:
+            raise ValueError(f"{name}={getattr(config, name)} is not divisible by the {num_devices} devices")
+    envs = config.num_envs // num_devices
+    replay = (config.replay_size // num_devices) // envs * envs
+    if replay < envs:
+        raise ValueError(f"replay_size={config.replay_size} is smaller than num_envs={config.num_envs}")
+    return LocalSizes(num_devices, envs, replay, config.batch_size // num_devices)
+
+
+class Trainer:
+    """Builds and holds the jitted init and step functions for one config."""
+
+    def __init__(self, config: Config, devices: list[jax.Device] | None = None):
+        self.config = config
+        self.game: Game = make_game(config.game, komi=config.komi,
+                                    start=config.start if config.game == "chess" else None)
+        self.net: PolicyValueNet = make_network(config, self.game)
+        self.evaluate = network_evaluator(self.net.apply)
+        self.spec = SearchSpec.from_config(config, training=True)
+        self.optimizer = make_optimizer(config)
+        devices = list(devices) if devices is not None else jax.devices()
+        self.mesh = Mesh(np.array(devices), (AXIS,))
+        self.sizes = local_sizes(config, len(devices))
+        self._obs_dtype = jax.eval_shape(lambda k: self.game.init(k).observation, jax.random.key(0)).dtype
+
+        specs = self.state_specs()
+        self.shardings = jax.tree.map(lambda s: NamedSharding(self.mesh, s), specs,
+                                      is_leaf=lambda x: isinstance(x, P))
+        init_local = jax.shard_map(self._init_local, mesh=self.mesh, in_specs=P(), out_specs=specs,
+                                   check_vma=False)
+        self._init = jax.jit(init_local, out_shardings=self.shardings)
+        step_local = jax.shard_map(self._step_local, mesh=self.mesh, in_specs=(specs,),
+                                   out_specs=(specs, P()), check_vma=False)
+        self._step = jax.jit(step_local, in_shardings=(self.shardings,),
+                             out_shardings=(self.shardings, None), donate_argnums=0)
+
+    # ----- public -----
+
+    def init(self, seed: int) -> LoopState:
+        return self._init(jax.random.key_data(jax.random.key(seed)))
+
+    def step(self, state: LoopState) -> tuple[LoopState, dict[str, jax.Array]]:
+        return self._step(state)
+
+    def state_specs(self) -> LoopState:
+        """PartitionSpecs: games and replay split along the device axis, the rest replicated."""
+        abstract = jax.eval_shape(self._init_local, jax.random.key_data(jax.random.key(0)))
+        sharded = P(AXIS)
+        return LoopState(
+            actors=jax.tree.map(lambda _: sharded, abstract.actors),
+            replay=jax.tree.map(lambda _: sharded, abstract.replay),
+            params=jax.tree.map(lambda _: P(), abstract.params),
+            opt_state=jax.tree.map(lambda _: P(), abstract.opt_state),
+            key=P(),
+            step=P(),
+            moves=P(),
+        )
+
+    # ----- device-local pieces (run inside shard_map) -----
+
+    def _device_key(self, key: jax.Array) -> jax.Array:
+        """This device's own key: without it every device would play the same games."""
+        try:
+            index = jax.lax.axis_index(AXIS)
+        except NameError:  # outside shard_map (eval_shape of the local init)
+            index = 0
+        return jax.random.fold_in(key, index)
+
+    def _new_games(self, key: jax.Array, n: int) -> GameState:
+        return jax.vmap(self.game.init)(jax.random.split(key, n))
+
+    def _init_local(self, key_data: jax.Array) -> LoopState:
+        key = jax.random.wrap_key_data(key_data)
+        k_params, k_games, k_loop = jax.random.split(key, 3)
+        params = init_params(self.net, self.game, k_params)  # same on every device
+        b = self.sizes.num_envs
+        games = self._new_games(self._device_key(k_games), b)
+        actors = Actors(
+            state=games,
+            game_id=jnp.zeros((b,), jnp.int32),
+            first_player=games.current_player,
+            trajectory_moves=jnp.zeros((b,), jnp.int32),
+        )
+        replay = rb.init_replay(self.sizes.replay_size, self.game.observation_shape, self._obs_dtype,
+                                self.game.num_actions)
+        return LoopState(
+            actors=actors,
+            replay=replay,
+            params=params,
+            opt_state=self.optimizer.init(params),
+            key=jax.random.key_data(k_loop),
+            step=jnp.int32(0),
+            moves=jnp.int32(0),
+        )
+
+    def _selfplay_move(self, params: Any, carry: tuple[Actors, rb.Replay, jax.Array], key: jax.Array):
+        """Advances every game in flight by one move; returns per-move statistics."""
+        actors, replay, moves = carry
+        k_search, k_act, k_new = jax.random.split(key, 3)
+        state = actors.state
+        out = run_search(self.spec, self.game, self.evaluate, params, k_search, state)
+        explore = actors.trajectory_moves < self.config.temperature_moves
+        action = choose_action(self.spec, k_act, out, explore)
+
+        ptr = (moves * self.sizes.num_envs) % self.sizes.replay_size
+        replay = rb.write(replay, ptr, state.observation, out.action_weights, state.current_player,
+                          actors.game_id)
+
+        next_state = jax.vmap(self.game.step)(state, action)
+        ended = next_state.terminated
+        replay = rb.fill_outcomes(replay, ended, actors.game_id, next_state.rewards)
+
+        # Results of the games that ended, from the first mover's view.
+        first_reward = jnp.take_along_axis(next_state.rewards, actors.first_player[:, None], axis=1)[:, 0]
+        stats = {
+            "games": ended.sum(),
+            "first_player_wins": (ended & (first_reward > 0)).sum(),
+            "draws": (ended & (first_reward == 0)).sum(),
+            "first_player_losses": (ended & (first_reward < 0)).sum(),
+            "game_length_sum": jnp.where(ended, actors.trajectory_moves + 1, 0).sum(),
+            "root_value": out.search_tree.node_values[:, 0].mean(),
+        }
+
+        # Finished games restart at once.
+        fresh = self._new_games(k_new, self.sizes.num_envs)
+        restart = lambda new, old: jnp.where(ended.reshape(-1, *([1] * (old.ndim - 1))), new, old)  # noqa: E731
+        actors = Actors(
+            state=jax.tree.map(restart, fresh, next_state),
+            game_id=actors.game_id + ended.astype(jnp.int32),
+            first_player=jnp.where(ended, fresh.current_player, actors.first_player),
+            trajectory_moves=jnp.where(ended, 0, actors.trajectory_moves + 1),
+        )
+        return (actors, replay, moves + 1), stats
+
+    def _sgd_step(self, carry: tuple[Any, Any], key: jax.Array, replay: rb.Replay):
+        params, opt_state = carry
+        k_sample, k_aug = jax.random.split(key)
+        obs, policy, value = rb.sample(replay, k_sample, self.sizes.batch_size)
+        if self.config.augment:
+            obs, policy = augment(self.game, k_aug, obs, policy)
+        grad_fn = jax.grad(functools.partial(loss_fn, self.net.apply), has_aux=True)
+        grads, info = grad_fn(params, obs, policy, value, self.config.weight_decay, self.config.value_loss_weight)
+        grads = jax.lax.pmean(grads, AXIS)
+        updates, opt_state = self.optimizer.update(grads, opt_state, params)
+        params = optax.apply_updates(params, updates)
+        return (params, opt_state), jax.lax.pmean(info, AXIS)
+
+    def _step_local(self, s: LoopState) -> tuple[LoopState, dict[str, jax.Array]]:
+        cfg = self.config
+        key = jax.random.wrap_key_data(s.key)
+        key, k_play, k_sgd = jax.random.split(key, 3)
+
+        # 1. Self-play.
+        move_keys = jax.random.split(self._device_key(k_play), cfg.moves_per_step)
+        (actors, replay, moves), stats = jax.lax.scan(
+            functools.partial(self._selfplay_move, s.params), (s.actors, s.replay, s.moves), move_keys)
+        stats = {k: (v.mean() if k == "root_value" else v.sum()) for k, v in stats.items()}
+
+        # 2. SGD, once the replay holds enough finished positions (on every device).
+        num_targets = jax.lax.pmin(replay.has_target.sum(), AXIS)
+        ready = (num_targets * self.sizes.num_devices >= cfg.min_replay_size) & (cfg.sgd_steps_per_step > 0)
+
+        def train(carry):
+            sgd_keys = jax.random.split(self._device_key(k_sgd), max(cfg.sgd_steps_per_step, 1))
+            carry, info = jax.lax.scan(functools.partial(self._sgd_step, replay=replay), carry, sgd_keys)
+            return carry, jax.tree.map(jnp.mean, info)
+
+        def skip(carry):
+            nan = jnp.float32(jnp.nan)
+            return carry, {k: nan for k in ("loss", "policy_loss", "value_loss", "l2", "policy_target_entropy")}
+
+        (params, opt_state), info = jax.lax.cond(ready, train, skip, (s.params, s.opt_state))
+
+        stats = jax.tree.map(lambda x: jax.lax.psum(x, AXIS), stats)
+        stats["root_value"] = stats["root_value"] / self.sizes.num_devices
+        metrics = {
+            **stats,
+            **info,
+            "sgd_applied": ready,
+            "replay_positions": num_targets * self.sizes.num_devices,
+        }
+        new = LoopState(actors=actors, replay=replay, params=params, opt_state=opt_state,
+                        key=jax.random.key_data(key), step=s.step + 1, moves=moves)
+        return new, metrics

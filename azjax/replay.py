@@ -1,0 +1,94 @@
+"""A fixed-size, device-resident replay buffer whose value targets arrive when games end.
+
+Self-play writes one position per game in flight per move, always `B` positions at a time into a
+ring of `N` slots with `N % B == 0`, so entry `i` always holds a position of game slot `i % B`.
+Each entry remembers the id of the game it came from (a per-slot counter). When the game in slot
+`b` ends, every entry with slot `b` and that game id receives its outcome z (from the view of the
+entry's player to move) and becomes available for sampling. An entry whose game has not ended yet
+is never sampled; one overwritten before its game ended is simply lost.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import struct
+
+
+@struct.dataclass
+class Replay:
+    """Shapes: N entries.
+
+    obs [N, *obs_shape] (the game's observation dtype), policy [N, A] float32 (search target),
+    value [N] float32 (outcome z, valid where has_target), player [N] int32 (player to move),
+    game_id [N] int32 (the game's id within its slot; -1 = empty), has_target [N] bool.
+    """
+
+    obs: jax.Array
+    policy: jax.Array
+    value: jax.Array
+    player: jax.Array
+    game_id: jax.Array
+    has_target: jax.Array
+
+
+def init_replay(size: int, obs_shape: tuple[int, ...], obs_dtype: jnp.dtype, num_actions: int) -> Replay:
+    return Replay(
+        obs=jnp.zeros((size, *obs_shape), obs_dtype),
+        policy=jnp.zeros((size, num_actions), jnp.float32),
+        value=jnp.zeros((size,), jnp.float32),
+        player=jnp.zeros((size,), jnp.int32),
+        game_id=jnp.full((size,), -1, jnp.int32),
+        has_target=jnp.zeros((size,), jnp.bool_),
+    )
+
+
+def write(replay: Replay, ptr: jax.Array, obs: jax.Array, policy: jax.Array, player: jax.Array,
+          game_id: jax.Array) -> Replay:
+    """Writes one position for each of the B game slots at entries [ptr, ptr + B).
+
+    `ptr` must be a multiple of B (it is `(moves * B) % N` in the loop), so slot b lands on an
+    entry with index % B == b.
+    """
+    def put(buf: jax.Array, x: jax.Array) -> jax.Array:
+        start = (ptr,) + (0,) * (buf.ndim - 1)
+        return jax.lax.dynamic_update_slice(buf, x.astype(buf.dtype), start)
+
+    b = player.shape[0]
+    return replay.replace(
+        obs=put(replay.obs, obs),
+        policy=put(replay.policy, policy),
+        value=put(replay.value, jnp.zeros((b,), jnp.float32)),
+        player=put(replay.player, player),
+        game_id=put(replay.game_id, game_id),
+        has_target=put(replay.has_target, jnp.zeros((b,), jnp.bool_)),
+    )
+
+
+def fill_outcomes(replay: Replay, ended: jax.Array, game_id: jax.Array, rewards: jax.Array) -> Replay:
+    """Gives every stored position of the games that just ended its outcome.
+
+    Args:
+      ended: bool [B], the game in slot b ended on this move.
+      game_id: int32 [B], the id of the game that was in slot b.
+      rewards: float32 [B, 2], the final move's rewards per player id (the outcome).
+    """
+    num_slots = ended.shape[0]
+    slot = jnp.arange(replay.value.shape[0]) % num_slots
+    match = ended[slot] & (replay.game_id == game_id[slot]) & ~replay.has_target
+    z = rewards[slot, replay.player]
+    return replay.replace(
+        value=jnp.where(match, z, replay.value),
+        has_target=replay.has_target | match,
+    )
+
+
+def sample(replay: Replay, key: jax.Array, batch_size: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """A uniform sample, with replacement, of positions whose outcome is known.
+
+    Returns obs [batch, *obs_shape], policy [batch, A], value [batch]. Call only when at least one
+    entry has a target.
+    """
+    p = replay.has_target.astype(jnp.float32)
+    idx = jax.random.choice(key, p.shape[0], (batch_size,), p=p / p.sum())
+    return replay.obs[idx], replay.policy[idx], replay.value[idx]

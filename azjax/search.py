@@ -1,0 +1,164 @@
+"""Batched tree search over a `Game` with mctx.
+
+An *evaluator* maps (params, states [B]) to (prior logits [B, A], value [B]), the value from the
+view of the player to move. The network is one evaluator; a material count for chess or SAI's
+sigmoid-komi read-out are others. From (game, evaluator) we build mctx's root and recurrent
+functions with AlphaZero's two-player conventions (METHODS.md section 0):
+
+  * the recurrent step plays the action in the real game, reward = the reward of the player who
+    moved, value = evaluator's value for the player now to move;
+  * discount = -1 (the value flips sign every ply), 0 at terminals, where the value is also 0;
+  * illegal actions are masked in the priors and passed to mctx as `invalid_actions`.
+
+`run_search` then runs PUCT (`muzero_policy`, with root Dirichlet noise for self-play) or the
+Gumbel root (`gumbel_muzero_policy`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Literal
+
+import chex
+import jax
+import jax.numpy as jnp
+import mctx
+
+from azjax.config import Config
+from azjax.games import Game, GameState
+
+Evaluator = Callable[[Any, GameState], tuple[jax.Array, jax.Array]]
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchSpec:
+    """Static search settings (hashable, so jitted functions can close over them)."""
+
+    kind: Literal["gumbel", "puct"] = "gumbel"
+    num_simulations: int = 32
+    max_num_considered_actions: int = 16
+    gumbel_scale: float = 1.0
+    pb_c_init: float = 1.25
+    dirichlet_alpha: float = 0.3
+    dirichlet_fraction: float = 0.25
+
+    @classmethod
+    def from_config(cls, config: Config, *, training: bool, num_simulations: int | None = None) -> SearchSpec:
+        """Self-play settings (`training=True`: root noise) or evaluation settings (no noise)."""
+        return cls(
+            kind=config.search,
+            num_simulations=num_simulations or config.num_simulations,
+            max_num_considered_actions=config.max_num_considered_actions,
+            gumbel_scale=config.gumbel_scale if training else 0.0,
+            pb_c_init=config.pb_c_init,
+            dirichlet_alpha=config.dirichlet_alpha,
+            dirichlet_fraction=config.dirichlet_fraction if training else 0.0,
+        )
+
+
+def network_evaluator(apply_fn: Callable[..., tuple[jax.Array, jax.Array]]) -> Evaluator:
+    """The evaluator of a policy-value network: `apply_fn(params, observation)`."""
+
+    def evaluate(params: Any, states: GameState) -> tuple[jax.Array, jax.Array]:
+        return apply_fn(params, states.observation)
+
+    return evaluate
+
+
+def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
+    """Illegal actions get the lowest finite logit; the max is subtracted for stability."""
+    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
+    return jnp.where(legal, logits, jnp.finfo(logits.dtype).min)
+
+
+def root_fn(game: Game, evaluate: Evaluator, params: Any, states: GameState) -> mctx.RootFnOutput:
+    del game
+    logits, value = evaluate(params, states)
+    return mctx.RootFnOutput(
+        prior_logits=mask_logits(logits, states.legal_action_mask),
+        value=jnp.where(states.terminated, 0.0, value),
+        embedding=states,
+    )
+
+
+def make_recurrent_fn(game: Game, evaluate: Evaluator) -> mctx.RecurrentFn:
+    """mctx's recurrent function for a real two-player game (the 'model' is the game itself)."""
+
+    def recurrent_fn(params: Any, key: jax.Array, action: jax.Array, states: GameState):
+        del key
+        mover = states.current_player
+        was_terminal = states.terminated
+        states = jax.vmap(game.step)(states, action)
+        logits, value = evaluate(params, states)
+        reward = jnp.take_along_axis(states.rewards, mover[:, None], axis=1)[:, 0]
+        done = states.terminated | was_terminal
+        output = mctx.RecurrentFnOutput(
+            reward=jnp.where(was_terminal, 0.0, reward),
+            discount=jnp.where(done, 0.0, -1.0),
+            prior_logits=mask_logits(logits, states.legal_action_mask),
+            value=jnp.where(done, 0.0, value),
+        )
+        return output, states
+
+    return recurrent_fn
+
+
+def run_search(
+    spec: SearchSpec,
+    game: Game,
+    evaluate: Evaluator,
+    params: Any,
+    key: jax.Array,
+    states: GameState,
+) -> mctx.PolicyOutput:
+    """Searches from every root in `states` ([B] games).
+
+    Returns mctx's PolicyOutput: `action` [B], `action_weights` [B, A] (PUCT: visit distribution;
+    Gumbel: the improved policy), `search_tree`.
+    """
+    root = root_fn(game, evaluate, params, states)
+    invalid = ~states.legal_action_mask
+    # A finished game has no legal move; give mctx something to search (the result is unused).
+    invalid = jnp.where(invalid.all(axis=-1, keepdims=True), False, invalid)
+    recurrent_fn = make_recurrent_fn(game, evaluate)
+    if spec.kind == "gumbel":
+        return mctx.gumbel_muzero_policy(
+            params=params,
+            rng_key=key,
+            root=root,
+            recurrent_fn=recurrent_fn,
+            num_simulations=spec.num_simulations,
+            invalid_actions=invalid,
+            max_num_considered_actions=spec.max_num_considered_actions,
+            gumbel_scale=spec.gumbel_scale,
+        )
+    return mctx.muzero_policy(
+        params=params,
+        rng_key=key,
+        root=root,
+        recurrent_fn=recurrent_fn,
+        num_simulations=spec.num_simulations,
+        invalid_actions=invalid,
+        pb_c_init=spec.pb_c_init,
+        dirichlet_alpha=spec.dirichlet_alpha,
+        dirichlet_fraction=spec.dirichlet_fraction,
+    )
+
+
+def root_visit_counts(out: mctx.PolicyOutput) -> jax.Array:
+    """int32 [B, A]: the root's child visit counts."""
+    return out.search_tree.summary().visit_counts
+
+
+def choose_action(spec: SearchSpec, key: jax.Array, out: mctx.PolicyOutput, explore: jax.Array) -> jax.Array:
+    """The move to play: with `explore` ([B] bool, tau = 1) pi ~ N^(1/tau) for PUCT, the Gumbel
+    root's own sampled action for Gumbel; otherwise greedy (most visits / best improved policy)."""
+    chex.assert_rank(explore, 1)
+    visits = root_visit_counts(out).astype(jnp.float32)
+    if spec.kind == "gumbel":
+        explored = out.action
+        greedy = jnp.argmax(out.action_weights, axis=-1)
+    else:
+        explored = jax.random.categorical(key, jnp.log(visits + 1e-30), axis=-1)
+        greedy = jnp.argmax(visits, axis=-1)
+    return jnp.where(explore, explored, greedy).astype(jnp.int32)

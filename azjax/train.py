@@ -1,0 +1,284 @@
+"""The host driver: runs the jitted loop step, and only logs, evaluates and checkpoints.
+
+    summary = train(config, run_dir)            # a new run
+    summary = train(None, run_dir, resume=True)  # continue a stopped run where it stopped
+
+Everything that decides what the loop computes lives in the checkpointed `LoopState` (games in
+flight, replay, params, optimizer, PRNG, counters), and evaluation keys are derived from
+(seed, step), so a resumed run produces the same metrics as one that never stopped.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jax
+
+from azjax import checkpoint as ckpt
+from azjax.config import Config
+from azjax.loop import LoopState, Trainer
+
+# Columns of metrics.csv. The first group is what the loop computes (identical across a resume);
+# the timing group depends on the machine.
+METRIC_COLUMNS = [
+    "step", "moves", "games", "first_player_wins", "draws", "first_player_losses", "mean_game_length",
+    "loss", "policy_loss", "value_loss", "l2", "policy_target_entropy", "root_value", "replay_positions",
+    "sgd_applied",
+]
+TIMING_COLUMNS = ["time_s", "step_s", "games_per_s", "positions_per_s", "sims_per_s"]
+EVAL_COLUMNS = ["step", "time_s", "opponent", "games", "wins", "draws", "losses", "score", "score_low",
+                "score_high", "elo", "elo_low", "elo_high"]
+
+
+@dataclass
+class RunLog:
+    """metrics.csv, eval.csv and TensorBoard for one run directory."""
+
+    run_dir: Path
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    evals: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.rows = _read_csv(self.run_dir / "metrics.csv")
+        self.evals = _read_csv(self.run_dir / "eval.csv")
+        self._tb = None
+
+    def truncate(self, step: int) -> None:
+        """Forgets rows after `step` (written after the checkpoint a resume starts from)."""
+        self.rows = [r for r in self.rows if int(float(r["step"])) <= step]
+        self.evals = [r for r in self.evals if int(float(r["step"])) <= step]
+        _write_csv(self.run_dir / "metrics.csv", METRIC_COLUMNS + TIMING_COLUMNS, self.rows)
+        _write_csv(self.run_dir / "eval.csv", EVAL_COLUMNS, self.evals)
+
+    def tb(self) -> Any:
+        if self._tb is None:
+            from tensorboardX import SummaryWriter
+
+            self._tb = SummaryWriter(str(self.run_dir / "tb"))
+        return self._tb
+
+    def add(self, row: dict[str, Any]) -> None:
+        self.rows.append(row)
+        _append_csv(self.run_dir / "metrics.csv", METRIC_COLUMNS + TIMING_COLUMNS, row)
+        for k, v in row.items():
+            if k != "step" and isinstance(v, float) and math.isfinite(v):
+                self.tb().add_scalar(f"train/{k}", v, int(row["step"]))
+
+    def add_eval(self, row: dict[str, Any]) -> None:
+        self.evals.append(row)
+        _append_csv(self.run_dir / "eval.csv", EVAL_COLUMNS, row)
+        self.tb().add_scalar(f"eval/score_vs_{row['opponent']}", row["score"], int(row["step"]))
+
+    def close(self) -> None:
+        if self._tb is not None:
+            self._tb.close()
+
+
+def step_row(config: Config, step: int, moves: int, m: dict[str, Any]) -> dict[str, Any]:
+    """The deterministic part of one metrics row from the loop's metrics dict."""
+    games = int(m["games"])
+    return {
+        "step": step,
+        "moves": moves,
+        "games": games,
+        "first_player_wins": int(m["first_player_wins"]),
+        "draws": int(m["draws"]),
+        "first_player_losses": int(m["first_player_losses"]),
+        "mean_game_length": float(m["game_length_sum"]) / games if games else float("nan"),
+        **{k: float(m[k]) for k in ("loss", "policy_loss", "value_loss", "l2", "policy_target_entropy",
+                                     "root_value")},
+        "replay_positions": int(m["replay_positions"]),
+        "sgd_applied": int(bool(m["sgd_applied"])),
+    }
+
+
+def evaluate(config: Config, trainer: Trainer, params: Any, step: int) -> dict[str, Any]:
+    """The network + search against rollout MCTS (colours alternating)."""
+    from azjax.agents import network_agent, rollout_mcts_agent
+    from azjax.arena import match
+
+    agent = network_agent(config, trainer.game, params, num_simulations=config.eval_simulations)
+    opponent = rollout_mcts_agent(trainer.game, config.eval_opponent_simulations)
+    key = jax.random.fold_in(jax.random.key(config.seed + 1), step)
+    result = match(trainer.game, agent, opponent, config.eval_games, key).to_dict()
+    return {"step": step, "opponent": f"mcts{config.eval_opponent_simulations}", **result}
+
+
+def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, progress: bool = True,
+          stop_after: int | None = None) -> dict[str, Any]:
+    """Trains until `config.num_steps` loop steps (or `stop_after` more steps) are done.
+
+    Args:
+      config: the run's config; with `resume`, None means the saved one, and a given one must match.
+      run_dir: the run directory (created if new).
+      resume: continue from the latest checkpoint in `run_dir`.
+      progress: show a progress bar.
+      stop_after: stop (with a checkpoint) after this many steps, as if killed; for tests.
+    """
+    run_dir = Path(run_dir)
+    if resume:
+        saved = ckpt.load_config(run_dir)
+        if config is not None:
+            diff = ckpt.config_mismatch(saved, config)
+            if diff:
+                raise ckpt.CheckpointError(
+                    f"cannot resume {run_dir}: the given config differs from the saved one ({'; '.join(diff)})")
+            saved = saved.replace(**{k: getattr(config, k) for k in ckpt.RESUME_MUTABLE_FIELDS})
+        config = saved
+    else:
+        assert config is not None
+        if (run_dir / ckpt.CONFIG_FILE).exists():
+            raise ckpt.CheckpointError(
+                f"{run_dir} already holds a run; use --resume {run_dir} to continue it or pick a new --run_dir")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        ckpt.save_config(run_dir, config)
+
+    print(f"azjax run {run_dir} ({'resuming' if resume else 'new'}), {jax.device_count()} device(s) "
+          f"[{jax.devices()[0].platform}]\n{config.describe()}", flush=True)
+    trainer = Trainer(config)
+    checkpointer = ckpt.StateCheckpointer(run_dir)
+    log = RunLog(run_dir)
+    state = trainer.init(config.seed)
+    start = 0
+    if resume:
+        latest = checkpointer.latest_step()
+        if latest is None:
+            print("no checkpoint yet: starting from step 0", flush=True)
+            log.truncate(0)
+        else:
+            state = checkpointer.restore(latest, state)
+            start = int(state.step)
+            log.truncate(start)
+            print(f"resumed from step {start}", flush=True)
+
+    end = config.num_steps if stop_after is None else min(config.num_steps, start + stop_after)
+    elapsed0 = float(log.rows[-1]["time_s"]) if log.rows else 0.0
+    positions_per_step = config.num_envs * config.moves_per_step
+    bar = _progress(progress, start, config.num_steps)
+    interrupted = False
+
+    def on_signal(signum: int, frame: Any) -> None:  # finish the step, checkpoint, then stop
+        nonlocal interrupted
+        interrupted = True
+
+    old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    t_run = time.perf_counter()
+    step = start
+    try:
+        while step < end and not interrupted:
+            t0 = time.perf_counter()
+            state, metrics = trainer.step(state)
+            metrics = jax.device_get(metrics)
+            step += 1
+            dt = time.perf_counter() - t0
+            row = step_row(config, step, step * config.moves_per_step, metrics)
+            row.update(
+                time_s=elapsed0 + time.perf_counter() - t_run,
+                step_s=dt,
+                games_per_s=row["games"] / dt,
+                positions_per_s=positions_per_step / dt,
+                sims_per_s=positions_per_step * config.num_simulations / dt,
+            )
+            log.add(row)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{row['loss']:.3f}", games_s=f"{row['games_per_s']:.0f}",
+                                len=f"{row['mean_game_length']:.1f}")
+            elif step % config.log_every == 0:
+                print(f"step {step}/{config.num_steps} loss {row['loss']:.3f} games/s {row['games_per_s']:.1f} "
+                      f"sims/s {row['sims_per_s']:.0f} len {row['mean_game_length']:.1f}", flush=True)
+            if config.eval_every and (step % config.eval_every == 0 or step == config.num_steps):
+                ev = evaluate(config, trainer, state.params, step)
+                ev["time_s"] = elapsed0 + time.perf_counter() - t_run
+                log.add_eval(ev)
+                _say(bar, f"step {step}: vs {ev['opponent']} score {ev['score']:.3f} "
+                          f"[{ev['score_low']:.3f}, {ev['score_high']:.3f}] (W{ev['wins']} D{ev['draws']} "
+                          f"L{ev['losses']})")
+            if step % config.checkpoint_every == 0 or step == end:
+                _checkpoint(run_dir, checkpointer, step, state, log)
+        if interrupted and step % config.checkpoint_every != 0 and step != end:
+            _checkpoint(run_dir, checkpointer, step, state, log)
+            _say(bar, f"interrupted: checkpoint written at step {step}; continue with --resume {run_dir}")
+    finally:
+        for s, h in old_handlers.items():
+            signal.signal(s, h)
+        if bar is not None:
+            bar.close()
+        log.close()
+    return {"run_dir": str(run_dir), "step": step, "finished": step >= config.num_steps,
+            "last": log.rows[-1] if log.rows else None, "last_eval": log.evals[-1] if log.evals else None}
+
+
+def _checkpoint(run_dir: Path, checkpointer: ckpt.StateCheckpointer, step: int, state: LoopState,
+                log: RunLog) -> None:
+    checkpointer.save(step, state)
+    ckpt.save_params(run_dir, state.params)
+    from azjax.plots import plot_run
+
+    plot_run(run_dir, log.rows, log.evals)
+
+
+def _progress(enabled: bool, start: int, total: int) -> Any:
+    if not enabled or not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total, initial=start, unit="step", dynamic_ncols=True)
+
+
+def _say(bar: Any, text: str) -> None:
+    if bar is not None:
+        bar.write(text)
+    else:
+        print(text, flush=True)
+
+
+def _read_csv(file: Path) -> list[dict[str, Any]]:
+    if not file.exists():
+        return []
+    with open(file, newline="") as f:
+        return [dict(r) for r in csv.DictReader(f)]
+
+
+def _write_csv(file: Path, columns: list[str], rows: list[dict[str, Any]]) -> None:
+    tmp = file.with_suffix(".tmp")
+    with open(tmp, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+    tmp.replace(file)
+
+
+def _append_csv(file: Path, columns: list[str], row: dict[str, Any]) -> None:
+    new = not file.exists()
+    with open(file, "a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
+        if new:
+            w.writeheader()
+        w.writerow(row)
+
+
+def load_metrics(run_dir: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(metrics rows, eval rows) of a run, values as floats where numeric."""
+    def conv(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        out = []
+        for r in rows:
+            out.append({k: _num(v) for k, v in r.items()})
+        return out
+
+    return conv(_read_csv(Path(run_dir) / "metrics.csv")), conv(_read_csv(Path(run_dir) / "eval.csv"))
+
+
+def _num(v: Any) -> Any:
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return v
+

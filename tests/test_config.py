@@ -1,0 +1,153 @@
+"""Config: presets, validation (errors name the field), JSON round trip, command-line parsing."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+
+from azjax.config import PRESETS, Config, parse_field, preset
+from azjax.games import GAMES
+
+
+@pytest.mark.parametrize("game", GAMES)
+@pytest.mark.parametrize("name", ["quick", "full"])
+def test_presets_exist_and_validate(game: str, name: str) -> None:
+    assert name in PRESETS[game]
+    config = preset(game, name)
+    assert config.game == game
+    for key, value in PRESETS[game][name].items():
+        assert getattr(config, key) == value
+
+
+def test_preset_overrides_and_errors() -> None:
+    config = preset("go_7x7", "quick", num_simulations=8, komi=7.5)
+    assert config.num_simulations == 8 and config.komi == 7.5
+    with pytest.raises(ValueError, match="bogus"):
+        preset("bogus")
+    with pytest.raises(ValueError, match="huge"):
+        preset("chess", "huge")
+    with pytest.raises(ValueError, match="num_simulations"):
+        preset("chess", "quick", num_simulations=0)
+
+
+@pytest.mark.parametrize(
+    ("changes", "field"),
+    [
+        ({"num_simulations": -1}, "num_simulations"),
+        ({"num_simulations": 0}, "num_simulations"),
+        ({"search": "alphabeta"}, "search"),
+        ({"compute_dtype": "float16"}, "compute_dtype"),
+        ({"num_simulations": "32"}, "num_simulations"),
+        ({"num_simulations": 2.5}, "num_simulations"),
+        ({"num_simulations": True}, "num_simulations"),
+        ({"augment": 1}, "augment"),
+        ({"learning_rate": "fast"}, "learning_rate"),
+        ({"learning_rate": -1e-3}, "learning_rate"),
+        ({"komi": "7.5"}, "komi"),
+        ({"start": None}, "start"),
+        ({"game": "checkers"}, "checkers"),
+        ({"dirichlet_fraction": 1.5}, "dirichlet_fraction"),
+        ({"dirichlet_alpha": 0.0}, "dirichlet_alpha"),
+        ({"lr_end_fraction": 2.0}, "lr_end_fraction"),
+        ({"min_replay_size": 10, "replay_size": 5, "batch_size": 4}, "min_replay_size"),
+        ({"batch_size": 64, "replay_size": 32, "min_replay_size": 16}, "batch_size"),
+        ({"gumbel_scale": -1.0}, "gumbel_scale"),
+        ({"pb_c_init": -1.0}, "pb_c_init"),
+        # komi belongs to Go and must be a half-integer (no draws), as make_game demands.
+        ({"game": "go_7x7", "komi": 7.0}, "komi"),
+        ({"game": "connect_four", "komi": 7.5}, "komi"),
+        ({"game": "go_9x9", "start": "queen_odds"}, "start"),
+    ],
+)
+def test_bad_values_name_the_field(changes: dict[str, Any], field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        Config(**changes)
+    with pytest.raises(ValueError, match=field):
+        Config().replace(**changes)
+
+
+def test_good_komi_and_start() -> None:
+    assert Config(game="go_7x7", komi=-0.5).komi == -0.5
+    assert Config(game="go_9x9", komi=None).komi is None
+    assert Config(game="chess", start="rook_odds").start == "rook_odds"
+
+
+def test_int_given_for_float_field_is_stored_as_float() -> None:
+    config = Config(learning_rate=1, game="go_9x9", komi=7.5)
+    assert isinstance(config.learning_rate, float)
+    assert Config.from_json(config.to_json()).to_json() == config.to_json()
+
+
+@pytest.mark.parametrize("config", [Config(), preset("go_9x9", "full", komi=5.5), preset("chess", "quick")])
+def test_json_round_trip(config: Config) -> None:
+    text = config.to_json()
+    assert json.loads(text) == dataclasses.asdict(config)
+    back = Config.from_json(text)
+    assert back == config
+    assert back.to_json() == text
+    assert Config.from_dict(config.to_dict()) == config
+
+
+def test_from_dict_rejects_unknown_fields() -> None:
+    with pytest.raises(ValueError, match="num_simulatoins"):
+        Config.from_dict({"num_simulatoins": 3})
+    with pytest.raises(ValueError, match="num_simulations"):
+        Config.from_json('{"num_simulations": -3}')
+
+
+def test_describe_lists_every_field() -> None:
+    text = Config().describe()
+    for f in dataclasses.fields(Config):
+        assert f"{f.name} = " in text
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("num_simulations", "64", 64),
+        ("seed", "-3", -3),
+        ("learning_rate", "1e-3", 1e-3),
+        ("gumbel_scale", "2", 2.0),
+        ("augment", "false", False),
+        ("augment", "True", True),
+        ("augment", "0", False),
+        ("augment", "yes", True),
+        ("komi", "None", None),
+        ("komi", "none", None),
+        ("komi", "-6.5", -6.5),
+        ("start", "queen_odds", "queen_odds"),
+        ("search", "puct", "puct"),
+        ("compute_dtype", "bfloat16", "bfloat16"),
+    ],
+)
+def test_parse_field(name: str, text: str, expected: Any) -> None:
+    value = parse_field(name, text)
+    assert value == expected and type(value) is type(expected)
+    game = {"komi": "go_9x9", "start": "chess"}.get(name, "connect_four")
+    Config(**{"game": game, name: value})
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "match"),
+    [
+        ("num_simulations", "many", "num_simulations"),
+        ("num_simulations", "2.5", "num_simulations"),
+        ("learning_rate", "fast", "learning_rate"),
+        ("augment", "maybe", "augment"),
+        ("komi", "seven", "komi"),
+        ("no_such_field", "1", "no_such_field"),
+    ],
+)
+def test_parse_field_errors(name: str, text: str, match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        parse_field(name, text)
+
+
+def test_parse_field_every_field_round_trips() -> None:
+    """Every field's default, written as text, parses back to itself (the CLI can set any field)."""
+    for f in dataclasses.fields(Config):
+        value = getattr(Config(), f.name)
+        assert parse_field(f.name, str(value)) == value, f.name
