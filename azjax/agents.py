@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import math
 from collections.abc import Callable
 from typing import Any
 
@@ -136,11 +135,12 @@ def uct_action_selection(
 ) -> jax.Array:
     """UCT for one node of an _unbatched_ mctx tree (signature of mctx's action selection fns).
 
-    Unvisited legal children come first (random order); then argmax of
-    W + c_uct * sqrt(ln N_parent / N_child), where W = (Q + 1) / 2 in [0, 1] is the mover's
-    expected score (Q in [-1, 1] from the mover's view, as mctx's `tree.qvalues` gives it with
-    discount -1). Legality is read from the children's prior logits (illegal = `_ILLEGAL_LOGIT`),
-    at the root also from `tree.root_invalid_actions`.
+    Unvisited legal children come first (in random order); then argmax of
+    Q + c_uct * sqrt(ln N_parent / N_child), with Q in [-1, 1] the child's mean value from the
+    mover's view (mctx's `tree.qvalues` with discount -1). On this [-1, 1] scale c_uct = 1.4 equals
+    c = 0.7 on the [0, 1] win-rate scale (textbook UCB1's sqrt(2) there would be 2.83 here).
+    Legality is read from the children's prior logits (illegal = `_ILLEGAL_LOGIT`), at the root also
+    from `tree.root_invalid_actions`.
 
     Returns:
       int32 []: the selected action.
@@ -148,9 +148,8 @@ def uct_action_selection(
     visits = tree.children_visits[node_index].astype(jnp.float32)  # [A]
     legal = tree.children_prior_logits[node_index] > _ILLEGAL_LOGIT / 2
     legal = legal & ~(tree.root_invalid_actions.astype(bool) & (depth == 0))
-    win_rate = (tree.qvalues(node_index) + 1.0) / 2.0
     log_parent = jnp.log(jnp.maximum(tree.node_visits[node_index].astype(jnp.float32), 1.0))
-    ucb = win_rate + c_uct * jnp.sqrt(log_parent / jnp.maximum(visits, 1.0))
+    ucb = tree.qvalues(node_index) + c_uct * jnp.sqrt(log_parent / jnp.maximum(visits, 1.0))
     score = jnp.where(visits == 0, 1e9, ucb) + 1e-6 * jax.random.uniform(rng_key, visits.shape)
     return jnp.argmax(jnp.where(legal, score, -jnp.inf)).astype(jnp.int32)
 
@@ -188,7 +187,7 @@ def rollout_mcts_search(
     states: GameState,
     *,
     num_simulations: int,
-    c_uct: float = math.sqrt(2.0),
+    c_uct: float = 1.4,
     num_rollouts: int = 1,
 ) -> mctx.Tree:
     """UCT search with random playouts from every root in `states` ([B] games).
@@ -237,7 +236,7 @@ def _rollout_mcts_act(game: Game, num_simulations: int, c_uct: float, num_rollou
 def rollout_mcts_agent(
     game: Game,
     num_simulations: int,
-    c_uct: float = math.sqrt(2.0),
+    c_uct: float = 1.4,
     num_rollouts: int = 1,
     name: str | None = None,
 ) -> Agent:
@@ -246,7 +245,8 @@ def rollout_mcts_agent(
     Args:
       game: the game.
       num_simulations: simulations (tree nodes added) per move.
-      c_uct: exploration constant on the [0, 1] score scale (sqrt(2) is the textbook UCB1 value).
+      c_uct: exploration constant, for values in [-1, 1] (see `uct_action_selection`); 1.4 found
+        immediate wins and blocks reliably with 200 simulations on Connect Four, where 2.83 did not.
       num_rollouts: random playouts averaged per new leaf.
       name: defaults to `mcts{num_simulations}`.
     """

@@ -1,0 +1,182 @@
+"""Self-play speed, as ratios measured in one run (shared machines are noisy; ratios travel).
+
+For each game, at one network and one (batch, simulations) setting:
+
+  sims_per_s             azjax's self-play: the jitted loop step with SGD off (search, move choice,
+                         env step, replay write and outcome filling, restarts), many moves per call
+  net_only_evals_per_s   the network's forward pass alone at the same batch: the ceiling for any
+                         search that evaluates one leaf per simulation
+  plain_loop_sims_per_s  a self-play loop written the way the mctx README does it: recurrent_fn +
+                         `gumbel_muzero_policy`, games advanced by one jitted call per move
+
+The three are timed in interleaved rounds and the median of each is kept.
+
+    python -m azjax.bench --game connect_four --game go_9x9 --out results/bench_selfplay.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import jax
+import jax.numpy as jnp
+import mctx
+
+from azjax.config import Config, preset
+from azjax.loop import Trainer
+from azjax.search import make_recurrent_fn, mask_logits
+
+
+def _time(fn: Callable[[], Any]) -> float:
+    t = time.perf_counter()
+    jax.block_until_ready(fn())
+    return time.perf_counter() - t
+
+
+def plain_loop(trainer: Trainer) -> Callable[[Any, Any, jax.Array], tuple[Any, jax.Array]]:
+    """The mctx README's self-play: one jitted call per move (search, then step every game)."""
+    game, net, cfg = trainer.game, trainer.net, trainer.config
+    recurrent_fn = make_recurrent_fn(game, trainer.evaluate)
+
+    @jax.jit
+    def move(params: Any, states: Any, key: jax.Array) -> tuple[Any, jax.Array]:
+        k1, k2 = jax.random.split(key)
+        logits, value = net.apply(params, states.observation)
+        root = mctx.RootFnOutput(prior_logits=mask_logits(logits, states.legal_action_mask), value=value,
+                                 embedding=states)
+        out = mctx.gumbel_muzero_policy(params, k1, root, recurrent_fn, num_simulations=cfg.num_simulations,
+                                        invalid_actions=~states.legal_action_mask,
+                                        max_num_considered_actions=cfg.max_num_considered_actions)
+        states = jax.vmap(game.step)(states, out.action)
+        fresh = jax.vmap(game.init)(jax.random.split(k2, states.terminated.shape[0]))
+        done = states.terminated
+        states = jax.tree.map(lambda a, b: jnp.where(done.reshape(-1, *([1] * (a.ndim - 1))), a, b), fresh, states)
+        return states, out.action_weights
+
+    return move
+
+
+def bench_game(game: str, config: Config, rounds: int = 3) -> dict[str, Any]:
+    config = config.replace(sgd_steps_per_step=0, eval_every=0)
+    trainer = Trainer(config, devices=jax.devices()[:1])
+    state = trainer.init(0)
+    b, sims, moves = config.num_envs, config.num_simulations, config.moves_per_step
+
+    # (a) azjax self-play step
+    def run_step() -> Any:
+        nonlocal state
+        state, m = trainer.step(state)
+        return m
+
+    # (b) network forward alone at batch b (as many calls as one step's simulations, in one jit)
+    obs = state.actors.state.observation
+    params = state.params
+
+    @jax.jit
+    def forward_many(params: Any, obs: jax.Array) -> jax.Array:
+        def body(acc: jax.Array, i: jax.Array) -> tuple[jax.Array, None]:
+            logits, value = trainer.net.apply(params, obs + (i * 0).astype(obs.dtype))
+            return acc + value.sum() + logits.sum(), None
+        return jax.lax.scan(body, jnp.float32(0), jnp.arange(moves * (sims + 1)))[0]
+
+    # (c) plain loop
+    move = plain_loop(trainer)
+    games = state.actors.state
+    key = jax.random.key(1)
+
+    def run_plain() -> Any:
+        nonlocal games, key
+        out = None
+        for _ in range(moves):
+            key, sub = jax.random.split(key)
+            games, out = move(params, games, sub)
+        return out
+
+    compile_s = {name: _time(fn) for name, fn in
+                 (("step", run_step), ("net", lambda: forward_many(params, obs)), ("plain", run_plain))}
+    times: dict[str, list[float]] = {"step": [], "net": [], "plain": []}
+    for _ in range(rounds):
+        times["step"].append(_time(run_step))
+        times["net"].append(_time(lambda: forward_many(params, obs)))
+        times["plain"].append(_time(run_plain))
+    t = {k: statistics.median(v) for k, v in times.items()}
+    sims_per_s = b * sims * moves / t["step"]
+    net_evals = b * moves * (sims + 1) / t["net"]
+    plain = b * sims * moves / t["plain"]
+    return {
+        "game": game,
+        "num_envs": b,
+        "num_simulations": sims,
+        "moves_per_call": moves,
+        "search": config.search,
+        "network": f"{config.num_blocks}x{config.num_channels} ResNet ({config.compute_dtype})",
+        "sims_per_s": round(sims_per_s, 1),
+        "net_only_evals_per_s": round(net_evals, 1),
+        "plain_loop_sims_per_s": round(plain, 1),
+        "ratio_vs_net_only": round(sims_per_s / net_evals, 3),
+        "ratio_vs_plain_loop": round(sims_per_s / plain, 3),
+        "rounds": rounds,
+        "seconds_per_round": {k: [round(x, 4) for x in v] for k, v in times.items()},
+        "first_call_seconds": {k: round(v, 2) for k, v in compile_s.items()},
+    }
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor() or platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "jax": jax.__version__,
+        "backend": jax.default_backend(),
+        "devices": [str(d) for d in jax.devices()],
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="azjax bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--game", action="append", default=None)
+    p.add_argument("--num_envs", type=int, default=None)
+    p.add_argument("--num_simulations", type=int, default=None)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--quick", action="store_true", help="tiny settings (a smoke test, not a measurement)")
+    p.add_argument("--out", default="results/bench_selfplay.json")
+    args = p.parse_args(argv)
+    games = args.game or ["connect_four", "go_9x9"]
+    rows = []
+    for g in games:
+        overrides: dict[str, Any] = {}
+        if args.quick:
+            overrides.update(num_envs=8, num_simulations=4, moves_per_step=2, replay_size=64, min_replay_size=8,
+                             batch_size=8, num_blocks=1, num_channels=8)
+        if args.num_envs:
+            overrides["num_envs"] = args.num_envs
+        if args.num_simulations:
+            overrides["num_simulations"] = args.num_simulations
+        config = preset(g, "quick", **overrides)
+        row = bench_game(g, config, rounds=1 if args.quick else args.rounds)
+        print(json.dumps({k: row[k] for k in ("game", "sims_per_s", "net_only_evals_per_s", "plain_loop_sims_per_s",
+                                              "ratio_vs_net_only", "ratio_vs_plain_loop")}), flush=True)
+        rows.append(row)
+    result = {"results": rows, "machine": machine(), "command": "azjax bench " + " ".join(sys.argv[1:]),
+              "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+    # The headline keys at the top level, for the first game (Connect Four by default).
+    result.update({k: rows[0][k] for k in ("sims_per_s", "net_only_evals_per_s", "plain_loop_sims_per_s",
+                                           "ratio_vs_net_only", "ratio_vs_plain_loop")})
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,444 @@
+"""Games: the registry, Go scoring with a komi per game (checked against hand counts and GNU Go), chess
+move notation and legality (checked against python-chess), Connect Four notation.
+
+Every jitted function is built once per module (fixtures below) to keep compile time down.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import chess
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from azjax.games import DEFAULT_KOMI, GAMES, ODDS_FENS, STANDARD_FEN, Chess, Game, GameState, board_lead_black, make_game
+
+Step = Callable[[GameState, Any], GameState]
+
+# ---------------------------------------------------------------- registry
+
+
+@pytest.mark.parametrize("name", GAMES)
+def test_make_game_every_id(name: str) -> None:
+    game = make_game(name)
+    assert game.name == name
+    state = game.init(jax.random.PRNGKey(0))
+    assert state.legal_action_mask.shape == (game.num_actions,)
+    assert state.observation.shape == game.observation_shape
+    assert game.is_go == name.startswith("go_")
+    assert float(state.komi) == DEFAULT_KOMI.get(name, 0.0) == game.komi
+    assert not bool(state.terminated)
+    assert int(state.move_number) == 0
+
+
+def test_make_game_errors() -> None:
+    with pytest.raises(ValueError, match="'go_19x19'"):
+        make_game("go_19x19")
+    for name in ("connect_four", "chess"):
+        with pytest.raises(ValueError, match=f"komi.*{name}"):
+            make_game(name, komi=7.5)
+    for komi in (7.0, 7.25, 0.0, -2.0):
+        with pytest.raises(ValueError, match="half-integer"):
+            make_game("go_9x9", komi=komi)
+    with pytest.raises(ValueError, match="start"):
+        make_game("go_7x7", start="queen_odds")
+    assert make_game("go_9x9", komi=-0.5).komi == -0.5
+    assert make_game("go_7x7", komi=0.5).komi == 0.5
+
+
+# ---------------------------------------------------------------- Go: komi per game, hand-counted
+
+
+@pytest.fixture(scope="module")
+def go7() -> Game:
+    return make_game("go_7x7")
+
+
+@pytest.fixture(scope="module")
+def go7_batch_step(go7: Game) -> Step:
+    return jax.jit(jax.vmap(go7.step))
+
+
+def _play_batch(game: Game, step: Step, states: GameState, moves: list[str]) -> GameState:
+    """Plays the same moves (GTP notation) in every game of the batch; only the last one ends the games."""
+    for i, text in enumerate(moves):
+        assert not np.asarray(states.terminated).any(), f"ended before move {i} ({text})"
+        action = game.parse_action(jax.tree.map(lambda v: v[0], states), text)
+        states = step(states, jnp.full(states.komi.shape, action, jnp.int32))
+        if i < len(moves) - 1:
+            assert not np.asarray(states.rewards).any()
+    assert np.asarray(states.terminated).all()
+    return states
+
+
+# Black fills column D, White column E (7x7). Area: Black A-D = 28, White E-G = 21 -> Black leads by 7.
+WALL = [m for r in range(1, 8) for m in (f"D{r}", f"E{r}")] + ["pass", "pass"]
+# The same, plus a lone White stone at A7 inside Black's side. Tromp-Taylor removes no dead stones:
+# the 20 empty points of A-C now touch both colours and count for nobody. Black 7, White 7 + 1 + 14 = 22.
+WALL_AND_INTRUDER = WALL[:-2] + ["pass", "A7", "pass", "pass"]
+
+
+@pytest.mark.parametrize(
+    ("moves", "lead", "komis"),
+    [
+        (WALL, 7, [-7.5, -0.5, 0.5, 6.5, 7.5, 9.5]),
+        (WALL_AND_INTRUDER, -15, [-16.5, -15.5, -14.5, -0.5, 7.5, 9.5]),
+    ],
+)
+def test_go_komi_per_game(go7: Game, go7_batch_step: Step, moves: list[str], lead: int, komis: list[float]) -> None:
+    keys = jax.random.split(jax.random.PRNGKey(1), len(komis))  # different keys: both player orders occur
+    states = jax.vmap(go7.init)(keys, jnp.float32(komis))
+    np.testing.assert_array_equal(states.komi, komis)
+    states = _play_batch(go7, go7_batch_step, states, moves)
+    np.testing.assert_array_equal(states.komi, komis)  # the komi rides along with the game
+
+    leads = jax.vmap(lambda x: board_lead_black(x, 7))(states.env._x)
+    np.testing.assert_array_equal(leads, lead)
+    order = np.asarray(states.env._player_order)
+    assert len(set(order[:, 0].tolist())) == 2, "pick keys that give Black to both player ids"
+    rewards = np.asarray(states.rewards)
+    for i, komi in enumerate(komis):
+        black, white = order[i, 0], order[i, 1]  # player id of each colour
+        expected = 1.0 if lead - komi > 0 else -1.0
+        assert rewards[i, black] == expected and rewards[i, white] == -expected, (komi, rewards[i])
+
+    # A finished game stays finished, with zero rewards.
+    again = go7_batch_step(states, jnp.zeros(len(komis), jnp.int32))
+    assert np.asarray(again.terminated).all() and not np.asarray(again.rewards).any()
+
+
+def test_go_illegal_move_loses(go7: Game, go7_batch_step: Step) -> None:
+    """pgx ends the game on an illegal move with -1 for the mover; the komi rescoring must not undo it."""
+    states = jax.vmap(go7.init)(jax.random.split(jax.random.PRNGKey(2), 2), jnp.float32([9.5, -9.5]))
+    d4 = go7.parse_action(jax.tree.map(lambda v: v[0], states), "D4")
+    states = go7_batch_step(states, jnp.full(2, d4, jnp.int32))  # Black D4
+    movers = np.asarray(states.current_player)
+    states = go7_batch_step(states, jnp.full(2, d4, jnp.int32))  # White on the same point
+    assert np.asarray(states.terminated).all()
+    rewards = np.asarray(states.rewards)
+    for i in range(2):
+        assert rewards[i, movers[i]] == -1.0 and rewards[i, 1 - movers[i]] == 1.0
+
+
+def test_go_notation(go7: Game) -> None:
+    state = go7.init(jax.random.PRNGKey(0))
+    texts = [go7.action_to_str(state, a) for a in range(go7.num_actions)]
+    assert texts[-1] == "pass" and len(set(texts)) == 50 and "I1" not in "".join(texts)
+    assert {"A1", "A7", "G1", "G7", "H1"} & set(texts) == {"A1", "A7", "G1", "G7"}
+    for a, text in enumerate(texts):
+        assert go7.parse_action(state, text) == a
+        assert go7.parse_action(state, f" {text.lower()} ") == a
+    for bad in ["", "A", "H1", "I3", "A0", "A8", "D", "44", "D4x", "resign"]:
+        with pytest.raises(ValueError, match=repr(bad)):
+            go7.parse_action(state, bad)
+    # The top-left vertex on the board read-out is A7.
+    step = jax.jit(go7.step)
+    state = step(state, go7.parse_action(state, "A7"))
+    board = go7.board(state)
+    assert board[0, 0] == 1 and np.abs(board).sum() == 1
+    with pytest.raises(ValueError, match="illegal.*'a7'"):
+        go7.parse_action(state, "a7")
+    text = go7.render(state)
+    assert " 7 X . . . . . .  7" in text and "komi 9.5, White to move" in text
+
+
+# ---------------------------------------------------------------- Go: scores against GNU Go
+
+GNUGO = "/usr/games/gnugo"
+
+
+class GTP:
+    """A minimal GTP client."""
+
+    def __init__(self, args: list[str]) -> None:
+        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+
+    def __call__(self, command: str) -> str:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+        lines: list[str] = []
+        while True:
+            line = self.proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"GNU Go exited during {command!r}")
+            if line.strip():
+                lines.append(line.strip())
+            elif lines:
+                break
+        reply = "\n".join(lines)
+        assert reply.startswith("="), f"GNU Go refused {command!r}: {reply}"
+        return reply[1:].strip()
+
+    def close(self) -> None:
+        self.proc.stdin.close()  # type: ignore[union-attr]
+        self.proc.wait(timeout=10)
+
+
+def _gnugo_margin(score: str) -> float:
+    """Black's margin from `final_score` (`B+3.5`, `W+0.5`)."""
+    side, points = score.split("+")
+    return float(points) if side == "B" else -float(points)
+
+
+@pytest.fixture(scope="module")
+def gnugo() -> Iterator[GTP]:
+    if not os.path.exists(GNUGO) and shutil.which("gnugo") is None:
+        pytest.skip(f"GNU Go not installed ({GNUGO} missing): cannot cross-check Go scoring")
+    # --level 1 only makes GNU Go's own moves cheaper; scoring is unaffected.
+    gtp = GTP([GNUGO if os.path.exists(GNUGO) else "gnugo", "--mode", "gtp", "--chinese-rules", "--capture-all-dead",
+               "--positional-superko", "--never-resign", "--seed", "1", "--boardsize", "9", "--level", "1"])
+    yield gtp
+    gtp.close()
+
+
+@pytest.fixture(scope="module")
+def go9() -> tuple[Game, Step]:
+    game = make_game("go_9x9")
+    return game, jax.jit(jax.vmap(game.step))
+
+
+@pytest.mark.parametrize("seed", [0, 1, 3])
+def test_go_scores_match_gnugo(gnugo: GTP, go9: tuple[Game, Step], seed: int) -> None:
+    """A random-ish 9x9 game scored by azjax (area, Tromp-Taylor) and by GNU Go (Chinese rules).
+
+    30-60 random legal moves, then GNU Go plays both sides until two passes (with --capture-all-dead
+    it captures every dead stone first). A bare `pass pass` right after random moves would not do:
+    GNU Go's `final_score` then removes the stones it judges dead, which Tromp-Taylor never does.
+    The finished position is then scored for several komi values (both sides of the board lead,
+    negative komi included) by both programs.
+    """
+    game, step = go9
+    states = jax.vmap(game.init)(jax.random.split(jax.random.PRNGKey(seed), 4))
+    gnugo("clear_board")
+    rng = np.random.default_rng(seed)
+
+    def play(text: str) -> None:
+        nonlocal states
+        one = jax.tree.map(lambda v: v[0], states)
+        assert not bool(one.terminated)
+        color = "b" if int(game.color_to_move(one)) == 0 else "w"
+        action = game.parse_action(one, text)
+        gnugo(f"play {color} {text}")
+        states = step(states, jnp.full(4, action, jnp.int32))
+
+    for _ in range(int(rng.integers(30, 61))):
+        one = jax.tree.map(lambda v: v[0], states)
+        legal = np.flatnonzero(np.asarray(one.legal_action_mask)[:-1])
+        play(game.action_to_str(one, int(rng.choice(legal))))
+    passes, before_last = 0, states
+    for _ in range(150):
+        one = jax.tree.map(lambda v: v[0], states)
+        color = "b" if int(game.color_to_move(one)) == 0 else "w"
+        move = gnugo(f"genmove {color}").lower()
+        before_last = states
+        states = step(states, jnp.full(4, game.parse_action(one, move), jnp.int32))
+        passes = passes + 1 if move == "pass" else 0
+        if passes == 2:
+            break
+    assert passes == 2 and np.asarray(states.terminated).all()
+    assert gnugo("final_status_list dead") == ""
+
+    lead = float(board_lead_black(jax.tree.map(lambda v: v[0], states).env._x, 9))
+    komis = [lead - 0.5, lead + 0.5, -3.5, 7.5]
+    final = step(before_last.replace(komi=jnp.float32(komis)), jnp.full(4, 81, jnp.int32))  # the last pass again
+    order = np.asarray(final.env._player_order)
+    for i, komi in enumerate(komis):
+        gnugo(f"komi {komi}")
+        margin = _gnugo_margin(gnugo("final_score"))
+        assert margin == lead - komi, (komi, margin, lead)
+        black_reward = float(final.rewards[i, order[i, 0]])
+        assert black_reward == (1.0 if margin > 0 else -1.0), (komi, black_reward)
+
+
+# ---------------------------------------------------------------- chess
+
+
+@pytest.fixture(scope="module")
+def chess_game() -> Chess:
+    game = make_game("chess")
+    assert isinstance(game, Chess)
+    return game
+
+
+@pytest.fixture(scope="module")
+def chess_step(chess_game: Chess) -> Step:
+    return jax.jit(chess_game.step)
+
+
+def _uci_moves(game: Game, state: GameState) -> set[str]:
+    return {game.action_to_str(state, int(a)) for a in np.flatnonzero(np.asarray(state.legal_action_mask))}
+
+
+def _reference_over(board: chess.Board) -> bool:
+    """pgx's own end rules: mate, stalemate, insufficient material, 50 moves, threefold (no claim needed)."""
+    return (board.is_checkmate() or board.is_stalemate() or board.is_insufficient_material()
+            or board.halfmove_clock >= 100 or board.is_repetition(3))
+
+
+def _check_same(game: Chess, state: GameState, board: chess.Board) -> None:
+    """azjax's FEN equals python-chess's (en passant square written after every double step, as FEN
+    has it; python-chess's default writes it only when the capture is legal), and so do the legal moves."""
+    fen = game.fen(state)
+    assert fen == board.fen(en_passant="fen")
+    assert _uci_moves(game, state) == {m.uci() for m in chess.Board(fen).legal_moves}, fen
+    assert _uci_moves(game, state) == {m.uci() for m in board.legal_moves}, fen
+
+
+@pytest.mark.parametrize("start", ["queen_odds", "rook_odds", "knight_odds", "standard"])
+def test_chess_odds_starts(start: str) -> None:
+    game = make_game("chess", start=start)
+    assert isinstance(game, Chess)
+    state = game.init(jax.random.PRNGKey(0))
+    fen = game.fen(state)
+    assert fen == ODDS_FENS[start]
+    ours, full = chess.Board(fen), chess.Board(STANDARD_FEN)
+    missing = {sq: p.symbol() for sq, p in full.piece_map().items() if ours.piece_at(sq) != p}
+    expected = {"queen_odds": {chess.D1: "Q"}, "rook_odds": {chess.A1: "R"}, "knight_odds": {chess.B1: "N"},
+                "standard": {}}[start]
+    assert missing == expected
+    assert set(ours.piece_map()) <= set(full.piece_map())
+    assert _uci_moves(game, state) == {m.uci() for m in ours.legal_moves}
+    # A batch of odds games (vmap broadcasts the fixed start).
+    states = jax.vmap(game.init)(jax.random.split(jax.random.PRNGKey(0), 3))
+    assert states.legal_action_mask.shape == (3, game.num_actions)
+    np.testing.assert_array_equal(states.legal_action_mask[2], state.legal_action_mask)
+
+
+@pytest.mark.parametrize(
+    "fen",
+    [
+        "not a fen",
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBN w KQkq - 0 1",  # short rank
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQ1BNR w KQkq - 0 1",  # no white king
+        "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR x KQkq - 0 1",  # bad side to move
+        "4k3/8/8/8/8/8/8/R3K2Q b - - 0 1",  # the side not to move (Black) is in check
+    ],
+)
+def test_chess_bad_fen(fen: str) -> None:
+    with pytest.raises(ValueError, match="FEN"):
+        make_game("chess", start=fen)
+
+
+def test_chess_random_games_match_python_chess(chess_game: Chess, chess_step: Step) -> None:
+    """Random games (biased towards castling, en passant, promotions and captures): after every ply the
+    FEN and the set of legal moves in UCI agree with python-chess, `parse_action` inverts
+    `action_to_str`, and the game ends exactly when pgx's rules say (checked with python-chess)."""
+    seen: Counter[str] = Counter()
+    for seed in range(3):
+        rng = np.random.default_rng(seed)
+        state, board = chess_game.init(jax.random.PRNGKey(seed)), chess.Board()
+        for _ in range(160):
+            _check_same(chess_game, state, board)
+            moves = list(board.legal_moves)
+            special = [m for m in moves if board.is_castling(m) or board.is_en_passant(m) or m.promotion]
+            captures = [m for m in moves if board.is_capture(m)]
+            if special and rng.random() < 0.7:
+                move = special[rng.integers(len(special))]
+            elif captures and rng.random() < 0.3:
+                move = captures[rng.integers(len(captures))]
+            else:
+                move = moves[rng.integers(len(moves))]
+            seen["castling"] += board.is_castling(move)
+            seen["capture"] += board.is_capture(move)
+            seen["promotion"] += move.promotion is not None
+            seen["underpromotion"] += move.promotion not in (None, chess.QUEEN)
+            action = chess_game.parse_action(state, move.uci())
+            assert chess_game.action_to_str(state, action) == move.uci()
+            state = chess_step(state, action)
+            board.push(move)
+            assert bool(state.terminated) == _reference_over(board), board.fen()
+            if board.is_checkmate():
+                mover = 1 - int(state.current_player)  # the player who just moved mated
+                assert float(state.rewards[mover]) == 1.0 and float(state.rewards[1 - mover]) == -1.0
+            if bool(state.terminated):
+                break
+    assert seen["castling"] >= 2 and seen["capture"] >= 30 and seen["promotion"] >= 2 and seen["underpromotion"] >= 1
+
+
+SPECIAL_FENS = {
+    "white promotes (push and capture)": "1n5k/P7/8/8/8/8/8/6K1 w - - 0 1",
+    "black promotes (push and capture)": "k7/8/8/8/8/8/p7/1N4K1 b - - 0 1",
+    "white en passant": "4k3/8/8/3pP3/8/8/8/4K3 w - d6 0 2",
+    "black en passant": "4k3/8/8/8/3Pp3/8/8/4K3 b - d3 0 1",
+    "en passant pinned along the rank": "8/8/8/KPp4r/8/8/8/7k w - c6 0 2",
+    "white castles both ways": "r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R w KQkq - 0 1",
+    "black castles both ways": "r3k2r/pppppppp/8/8/8/8/PPPPPPPP/R3K2R b KQkq - 0 1",
+    "castling through an attacked square": "r3k2r/8/8/8/8/8/5r2/R3K2R w KQkq - 0 1",
+    "castling out of check": "r3k2r/8/8/8/8/8/4r3/R3K2R w KQkq - 0 1",
+    "white in check (block or step aside)": "4k3/8/8/8/1b6/8/8/1N2K3 w - - 0 1",
+}
+
+
+@pytest.mark.parametrize("name", list(SPECIAL_FENS))
+def test_chess_special_positions(chess_step: Step, name: str) -> None:
+    """Legal moves from constructed positions, and the position after each of them, match python-chess.
+
+    pgx encodes a plain pawn move to the last rank as a queen promotion and has separate actions for
+    the three underpromotions, so `e7e8q`, `e7e8r`, `e7e8b`, `e7e8n` all exist (as in UCI)."""
+    fen = SPECIAL_FENS[name]
+    game = make_game("chess", start=fen)
+    assert isinstance(game, Chess)
+    state, board = game.init(jax.random.PRNGKey(0)), chess.Board(fen)
+    _check_same(game, state, board)
+    for move in board.legal_moves:
+        after = chess_step(state, game.parse_action(state, move.uci()))
+        board.push(move)
+        assert game.fen(after) == board.fen(en_passant="fen"), move.uci()
+        board.pop()
+    moves = _uci_moves(game, state)
+    expected_in = {"white promotes (push and capture)": {"a7a8q", "a7a8n", "a7b8r", "a7b8b"},
+                   "black promotes (push and capture)": {"a2a1q", "a2b1n", "a2a1r", "a2b1b"},
+                   "white en passant": {"e5d6"}, "black en passant": {"e4d3"},
+                   "white castles both ways": {"e1g1", "e1c1"}, "black castles both ways": {"e8g8", "e8c8"},
+                   "castling through an attacked square": {"e1c1"}}.get(name, set())
+    assert expected_in <= moves
+    expected_out = {"en passant pinned along the rank": {"b5c6"}, "castling through an attacked square": {"e1g1"},
+                    "castling out of check": {"e1g1", "e1c1"}}.get(name, set())
+    assert not expected_out & moves
+
+
+def test_chess_parse_errors(chess_game: Chess) -> None:
+    state = chess_game.init(jax.random.PRNGKey(0))
+    assert chess_game.action_to_str(state, chess_game.parse_action(state, " E2E4 ")) == "e2e4"
+    with pytest.raises(ValueError, match="illegal move: 'e2e5'"):
+        chess_game.parse_action(state, "e2e5")
+    for bad in ["", "e2", "e9e4", "z2z4", "Nf3", "e2-e4"]:
+        with pytest.raises(ValueError, match=repr(bad)):
+            chess_game.parse_action(state, bad)
+    assert "r n b q k b n r" in chess_game.render(state)
+
+
+# ---------------------------------------------------------------- Connect Four
+
+
+def test_connect_four_notation_and_render() -> None:
+    game = make_game("connect_four")
+    step = jax.jit(game.step)
+    state = game.init(jax.random.PRNGKey(0))
+    for a in range(7):
+        text = game.action_to_str(state, a)
+        assert text == str(a + 1)
+        assert game.parse_action(state, text) == a
+        assert game.parse_action(state, f" {text}\n") == a
+    for bad in ["0", "8", "", "a", "-1", "3.0", "1 2", "４"]:
+        with pytest.raises(ValueError, match=repr(bad.strip())):
+            game.parse_action(state, bad)
+
+    for column in "4333333":  # column 3 ends up full (six pieces, no four in a row)
+        state = step(state, game.parse_action(state, column))
+    assert not bool(state.terminated)
+    with pytest.raises(ValueError, match="illegal move: '3'"):
+        game.parse_action(state, " 3")
+    assert game.parse_action(state, "4") == 3
+    rows = game.render(state).splitlines()
+    assert rows == [". . X . . . .", ". . O . . . .", ". . X . . . .", ". . O . . . .", ". . X . . . .",
+                    ". . O X . . .", "1 2 3 4 5 6 7"]  # the first player is X

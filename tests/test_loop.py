@@ -1,0 +1,160 @@
+"""The loop: replay outcome filling, the loss, one jitted step, checkpoints and resume, sharding."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from azjax import replay as rb
+from azjax.checkpoint import CheckpointError, load_params
+from azjax.config import preset
+from azjax.loop import Trainer, loss_fn
+from azjax.train import METRIC_COLUMNS, load_metrics, train
+
+
+def test_replay_fills_outcomes_of_ended_games_only():
+    b, n = 2, 8
+    r = rb.init_replay(n, (1,), jnp.float32, 3)
+    obs = jnp.zeros((b, 1))
+    pol = jnp.ones((b, 3)) / 3
+    # Move 0: slot 0 plays game 0 (player 0 to move), slot 1 plays game 0 (player 1 to move).
+    r = rb.write(r, jnp.int32(0), obs, pol, jnp.array([0, 1]), jnp.array([0, 0]))
+    # Move 1: players alternate.
+    r = rb.write(r, jnp.int32(2), obs, pol, jnp.array([1, 0]), jnp.array([0, 0]))
+    # Slot 0's game ends: player 0 won. Slot 1's game goes on.
+    r = rb.fill_outcomes(r, jnp.array([True, False]), jnp.array([0, 0]), jnp.array([[1.0, -1.0], [0.0, 0.0]]))
+    np.testing.assert_array_equal(r.has_target[:4], [True, False, True, False])
+    np.testing.assert_array_equal(r.value[:4], [1.0, 0.0, -1.0, 0.0])
+    # Slot 0 starts game 1 at move 2; when slot 1's game 0 ends in a draw, game 1's entries stay open.
+    r = rb.write(r, jnp.int32(4), obs, pol, jnp.array([0, 1]), jnp.array([1, 0]))
+    r = rb.fill_outcomes(r, jnp.array([False, True]), jnp.array([1, 0]), jnp.array([[0.0, 0.0], [0.0, 0.0]]))
+    np.testing.assert_array_equal(r.has_target[:6], [True, True, True, True, False, True])
+    # Sampling only returns positions with targets.
+    r = rb.fill_outcomes(r, jnp.array([False, False]), jnp.array([1, 0]), jnp.zeros((2, 2)))
+    r = r.replace(value=r.value.at[1].set(0.5))
+    _, _, v = rb.sample(r, jax.random.key(0), 256)
+    assert set(np.unique(np.asarray(v))) <= {1.0, -1.0, 0.0, 0.5}
+    assert 0.5 in np.asarray(v)
+
+
+def test_loss_matches_hand_computation():
+    logits = jnp.array([[0.0, 0.0], [2.0, 0.0]])
+    values = jnp.array([0.5, -0.5])
+    apply = lambda params, obs: (logits, values)  # noqa: E731
+    params = {"w": jnp.ones((2, 2))}
+    policy = jnp.array([[1.0, 0.0], [0.5, 0.5]])
+    z = jnp.array([1.0, 1.0])
+    total, info = loss_fn(apply, params, None, policy, z, weight_decay=0.1, value_loss_weight=1.0)
+    ce = (np.log(2) + (-0.5 * np.log(np.exp(2) / (np.exp(2) + 1)) - 0.5 * np.log(1 / (np.exp(2) + 1)))) / 2
+    mse = (0.25 + 2.25) / 2
+    np.testing.assert_allclose(info["policy_loss"], ce, rtol=1e-5)
+    np.testing.assert_allclose(info["value_loss"], mse, rtol=1e-6)
+    np.testing.assert_allclose(total, ce + mse + 0.1 * 4, rtol=1e-5)
+
+
+def test_step_plays_writes_and_learns(tiny_overrides):
+    cfg = preset("connect_four", **tiny_overrides)
+    trainer = Trainer(cfg)
+    state = trainer.init(0)
+    params0 = jax.tree.map(np.asarray, state.params)
+    applied = False
+    for _ in range(12):
+        state, m = trainer.step(state)
+        applied |= bool(m["sgd_applied"])
+    assert int(state.step) == 12 and int(state.moves) == 24
+    assert applied and np.isfinite(float(m["loss"]))
+    assert int(m["replay_positions"]) > 0
+    # Policy targets are distributions over legal moves; values are outcomes in {-1, 0, 1}.
+    replay = state.replay
+    done = np.asarray(replay.has_target)
+    np.testing.assert_allclose(np.asarray(replay.policy)[done].sum(-1), 1.0, atol=1e-5)
+    assert set(np.unique(np.asarray(replay.value)[done])) <= {-1.0, 0.0, 1.0}
+    changed = jax.tree.map(lambda a, b: not np.allclose(a, b), params0, jax.tree.map(np.asarray, state.params))
+    assert any(jax.tree.leaves(changed))
+
+
+def _deterministic(rows):
+    return [{k: r[k] for k in METRIC_COLUMNS} for r in rows]
+
+
+def test_resume_gives_the_same_metrics(tmp_path, tiny_overrides):
+    cfg = preset("connect_four", **{**tiny_overrides, "num_steps": 6, "checkpoint_every": 2})
+    train(cfg, tmp_path / "full", progress=False)
+    # Stop after 3 steps (a checkpoint is written at the stop), then resume to the end.
+    train(cfg, tmp_path / "cut", progress=False, stop_after=3)
+    summary = train(None, tmp_path / "cut", resume=True, progress=False)
+    assert summary["finished"]
+    full, _ = load_metrics(tmp_path / "full")
+    cut, _ = load_metrics(tmp_path / "cut")
+    assert len(full) == len(cut) == 6
+    a, b = _deterministic(full), _deterministic(cut)
+    for ra, rb_ in zip(a, b, strict=True):
+        for k in METRIC_COLUMNS:
+            x, y = ra[k], rb_[k]
+            assert (x == y) or (isinstance(x, float) and np.isnan(x) and np.isnan(y)), (k, x, y)
+    assert (tmp_path / "cut" / "curves.png").exists()
+
+
+def test_resume_with_mismatched_config_fails_clearly(tmp_path, tiny_overrides):
+    cfg = preset("connect_four", **{**tiny_overrides, "num_steps": 2})
+    train(cfg, tmp_path / "run", progress=False)
+    with pytest.raises(CheckpointError, match="num_simulations: saved 4, given 8"):
+        train(cfg.replace(num_simulations=8), tmp_path / "run", resume=True, progress=False)
+    with pytest.raises(CheckpointError, match="already holds a run"):
+        train(cfg, tmp_path / "run", progress=False)
+    # Nothing saved was touched.
+    assert (tmp_path / "run" / "params.msgpack").exists()
+
+
+def test_corrupt_or_mismatched_params_are_rejected(tmp_path, tiny_overrides):
+    cfg = preset("connect_four", **{**tiny_overrides, "num_steps": 2})
+    train(cfg, tmp_path / "run", progress=False)
+    trainer = Trainer(cfg)
+    params = trainer.init(0).params
+    load_params(tmp_path / "run", params)  # loads
+    bigger = Trainer(cfg.replace(num_channels=16)).init(0).params
+    with pytest.raises(CheckpointError, match="does not match"):
+        load_params(tmp_path / "run", bigger)
+    (tmp_path / "run" / "params.msgpack").write_bytes(b"\x00garbage")
+    with pytest.raises(CheckpointError, match="corrupt"):
+        load_params(tmp_path / "run", params)
+
+
+SHARDED = textwrap.dedent("""
+    import os
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    import jax, numpy as np
+    from azjax.config import preset
+    from azjax.loop import Trainer
+    assert jax.device_count() == 4
+    cfg = preset("connect_four", num_envs=8, num_simulations=4, moves_per_step=4, replay_size=512,
+                 min_replay_size=8, batch_size=8, sgd_steps_per_step=1, num_blocks=1, num_channels=8,
+                 eval_every=0, lr_warmup_steps=1, num_steps=8)
+    tr = Trainer(cfg)
+    s = tr.init(0)
+    for _ in range(8):
+        s, m = tr.step(s)
+    assert bool(m["sgd_applied"]) and np.isfinite(float(m["loss"])), m
+    # Games and replay are split over the 4 devices; parameters are replicated and identical.
+    assert len(s.replay.value.sharding.device_set) == 4
+    shards = [np.asarray(x.data) for x in jax.tree.leaves(s.params)[0].addressable_shards]
+    assert all(np.array_equal(shards[0], x) for x in shards[1:])
+    boards = [np.asarray(x.data) for x in s.actors.state.env._x.board.addressable_shards]
+    assert not all(np.array_equal(boards[0], b) for b in boards[1:]), "devices played identical games"
+    print("OK", float(m["loss"]))
+""")
+
+
+def test_sharded_step_on_four_cpu_devices():
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    proc = subprocess.run([sys.executable, "-c", SHARDED], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "OK" in proc.stdout
