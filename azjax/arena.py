@@ -157,7 +157,7 @@ def wilson_interval(score: float, n: int, z: float = Z95) -> tuple[float, float]
     z2 = z * z
     centre = (score + z2 / (2 * n)) / (1 + z2 / n)
     half = z / (1 + z2 / n) * math.sqrt(max(score * (1 - score), 0.0) / n + z2 / (4 * n * n))
-    return max(0.0, centre - half), min(1.0, centre + half)
+    return max(0.0, min(centre - half, score)), min(1.0, max(centre + half, score))  # exact despite rounding
 
 
 @dataclasses.dataclass(frozen=True)

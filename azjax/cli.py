@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import sys
 import time
@@ -313,6 +312,10 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "game", None) is None and args.command == "bench":
         args.game = ["connect_four", "go_9x9"]
     enable_compilation_cache()
+    if os.environ.get("AZJAX_DISTRIBUTED", "") not in ("", "0"):
+        import jax
+
+        jax.distributed.initialize()  # coordinator and process ids from the cluster's environment
     try:
         return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError) as e:
@@ -326,5 +329,3 @@ def main(argv: list[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
-
-__all__ = ["main", "json"]

@@ -25,8 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pgx
-import pgx.go
 import pgx._src.games.go as pgx_go
+import pgx.go
 from flax import struct
 
 Array = jax.Array
@@ -172,7 +172,9 @@ class Go(Game):
         psk_rewards = jnp.float32([-1, -1]).at[x.color].set(1.0)
         color_rewards = jnp.where(x.is_psk, psk_rewards, color_rewards)
         just_ended = env.terminated & ~state.env.terminated
-        rewards = jnp.where(just_ended, color_rewards[env._player_order], 0.0)
+        # An illegal move ends the game with pgx's penalty for the mover: keep it, do not rescore the board.
+        illegal = ~state.env.legal_action_mask[action]
+        rewards = jnp.where(just_ended & ~illegal, color_rewards[env._player_order], env.rewards)
         return state.replace(env=env.replace(rewards=rewards))
 
     def color_to_move(self, state: GameState) -> Array:

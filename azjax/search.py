@@ -17,7 +17,8 @@ Gumbel root (`gumbel_muzero_policy`).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Literal
+from collections.abc import Callable
+from typing import Any, Literal
 
 import chex
 import jax

@@ -219,7 +219,8 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
 def _checkpoint(run_dir: Path, checkpointer: ckpt.StateCheckpointer, step: int, state: LoopState,
                 log: RunLog) -> None:
     checkpointer.save(step, state)
-    ckpt.save_params(run_dir, state.params)
+    if jax.process_index() == 0:  # the other hosts hold the same replicated parameters
+        ckpt.save_params(run_dir, state.params)
     from azjax.plots import plot_run
 
     plot_run(run_dir, log.rows, log.evals)

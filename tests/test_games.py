@@ -7,10 +7,9 @@ Every jitted function is built once per module (fixtures below) to keep compile 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import chess
@@ -19,7 +18,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax.games import DEFAULT_KOMI, GAMES, ODDS_FENS, STANDARD_FEN, Chess, Game, GameState, board_lead_black, make_game
+from azjax.games import (
+    DEFAULT_KOMI,
+    GAMES,
+    ODDS_FENS,
+    STANDARD_FEN,
+    Chess,
+    Game,
+    GameState,
+    board_lead_black,
+    make_game,
+)
 
 Step = Callable[[GameState, Any], GameState]
 
@@ -153,13 +162,18 @@ def test_go_notation(go7: Game) -> None:
 # ---------------------------------------------------------------- Go: scores against GNU Go
 
 GNUGO = "/usr/games/gnugo"
+# --level 1 only makes GNU Go's own moves cheaper; scoring is unaffected.
+GNUGO_ARGS = ["--mode", "gtp", "--chinese-rules", "--capture-all-dead", "--positional-superko", "--never-resign",
+              "--seed", "1", "--boardsize", "9", "--level", "1"]
 
 
 class GTP:
-    """A minimal GTP client."""
+    """A minimal GTP client for one GNU Go process."""
 
-    def __init__(self, args: list[str]) -> None:
-        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    def __init__(self, komi: float) -> None:
+        self.proc = subprocess.Popen([GNUGO, *GNUGO_ARGS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self("clear_board")
+        self(f"komi {komi}")
 
     def __call__(self, command: str) -> str:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -178,9 +192,16 @@ class GTP:
         assert reply.startswith("="), f"GNU Go refused {command!r}: {reply}"
         return reply[1:].strip()
 
-    def close(self) -> None:
-        self.proc.stdin.close()  # type: ignore[union-attr]
-        self.proc.wait(timeout=10)
+    def __enter__(self) -> GTP:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
 
 
 def _gnugo_margin(score: str) -> float:
@@ -190,36 +211,28 @@ def _gnugo_margin(score: str) -> float:
 
 
 @pytest.fixture(scope="module")
-def gnugo() -> Iterator[GTP]:
-    if not os.path.exists(GNUGO) and shutil.which("gnugo") is None:
-        pytest.skip(f"GNU Go not installed ({GNUGO} missing): cannot cross-check Go scoring")
-    # --level 1 only makes GNU Go's own moves cheaper; scoring is unaffected.
-    gtp = GTP([GNUGO if os.path.exists(GNUGO) else "gnugo", "--mode", "gtp", "--chinese-rules", "--capture-all-dead",
-               "--positional-superko", "--never-resign", "--seed", "1", "--boardsize", "9", "--level", "1"])
-    yield gtp
-    gtp.close()
-
-
-@pytest.fixture(scope="module")
 def go9() -> tuple[Game, Step]:
+    if not os.path.exists(GNUGO):
+        pytest.skip(f"GNU Go not installed ({GNUGO} missing): cannot cross-check Go scoring")
     game = make_game("go_9x9")
     return game, jax.jit(jax.vmap(game.step))
 
 
 @pytest.mark.parametrize("seed", [0, 1, 3])
-def test_go_scores_match_gnugo(gnugo: GTP, go9: tuple[Game, Step], seed: int) -> None:
+def test_go_scores_match_gnugo(go9: tuple[Game, Step], seed: int) -> None:
     """A random-ish 9x9 game scored by azjax (area, Tromp-Taylor) and by GNU Go (Chinese rules).
 
     30-60 random legal moves, then GNU Go plays both sides until two passes (with --capture-all-dead
     it captures every dead stone first). A bare `pass pass` right after random moves would not do:
     GNU Go's `final_score` then removes the stones it judges dead, which Tromp-Taylor never does.
     The finished position is then scored for several komi values (both sides of the board lead,
-    negative komi included) by both programs.
+    negative komi included) by both programs. GNU Go caches `final_score` per position and ignores
+    a later `komi`, so each komi gets a fresh GNU Go that replays the game.
     """
     game, step = go9
     states = jax.vmap(game.init)(jax.random.split(jax.random.PRNGKey(seed), 4))
-    gnugo("clear_board")
     rng = np.random.default_rng(seed)
+    record: list[str] = []
 
     def play(text: str) -> None:
         nonlocal states
@@ -227,33 +240,37 @@ def test_go_scores_match_gnugo(gnugo: GTP, go9: tuple[Game, Step], seed: int) ->
         assert not bool(one.terminated)
         color = "b" if int(game.color_to_move(one)) == 0 else "w"
         action = game.parse_action(one, text)
-        gnugo(f"play {color} {text}")
+        record.append(f"play {color} {text}")
         states = step(states, jnp.full(4, action, jnp.int32))
 
-    for _ in range(int(rng.integers(30, 61))):
-        one = jax.tree.map(lambda v: v[0], states)
-        legal = np.flatnonzero(np.asarray(one.legal_action_mask)[:-1])
-        play(game.action_to_str(one, int(rng.choice(legal))))
-    passes, before_last = 0, states
-    for _ in range(150):
-        one = jax.tree.map(lambda v: v[0], states)
-        color = "b" if int(game.color_to_move(one)) == 0 else "w"
-        move = gnugo(f"genmove {color}").lower()
-        before_last = states
-        states = step(states, jnp.full(4, game.parse_action(one, move), jnp.int32))
-        passes = passes + 1 if move == "pass" else 0
-        if passes == 2:
-            break
-    assert passes == 2 and np.asarray(states.terminated).all()
-    assert gnugo("final_status_list dead") == ""
+    with GTP(komi=7.5) as gnugo:
+        for _ in range(int(rng.integers(30, 61))):
+            one = jax.tree.map(lambda v: v[0], states)
+            legal = np.flatnonzero(np.asarray(one.legal_action_mask)[:-1])
+            text = game.action_to_str(one, int(rng.choice(legal)))
+            gnugo(f"play {'b' if int(game.color_to_move(one)) == 0 else 'w'} {text}")
+            play(text)
+        passes, before_last = 0, states
+        for _ in range(150):
+            color = "b" if int(game.color_to_move(jax.tree.map(lambda v: v[0], states))) == 0 else "w"
+            move = gnugo(f"genmove {color}")
+            before_last = states
+            play(move)
+            passes = passes + 1 if move.lower() == "pass" else 0
+            if passes == 2:
+                break
+        assert passes == 2 and np.asarray(states.terminated).all()
+        assert gnugo("final_status_list dead") == ""
 
     lead = float(board_lead_black(jax.tree.map(lambda v: v[0], states).env._x, 9))
     komis = [lead - 0.5, lead + 0.5, -3.5, 7.5]
     final = step(before_last.replace(komi=jnp.float32(komis)), jnp.full(4, 81, jnp.int32))  # the last pass again
     order = np.asarray(final.env._player_order)
     for i, komi in enumerate(komis):
-        gnugo(f"komi {komi}")
-        margin = _gnugo_margin(gnugo("final_score"))
+        with GTP(komi=komi) as gnugo:
+            for command in record:
+                gnugo(command)
+            margin = _gnugo_margin(gnugo("final_score"))
         assert margin == lead - komi, (komi, margin, lead)
         black_reward = float(final.rewards[i, order[i, 0]])
         assert black_reward == (1.0 if margin > 0 else -1.0), (komi, black_reward)
@@ -320,7 +337,7 @@ def test_chess_odds_starts(start: str) -> None:
         "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBN w KQkq - 0 1",  # short rank
         "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQ1BNR w KQkq - 0 1",  # no white king
         "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR x KQkq - 0 1",  # bad side to move
-        "4k3/8/8/8/8/8/8/R3K2Q b - - 0 1",  # the side not to move (Black) is in check
+        "4k3/8/8/8/8/8/8/4R1K1 w - - 0 1",  # the side not to move (Black) is in check
     ],
 )
 def test_chess_bad_fen(fen: str) -> None:
