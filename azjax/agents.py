@@ -196,9 +196,11 @@ def rollout_mcts_search(
       the mctx search tree; `tree.summary().visit_counts` [B, A] are the root's child visits.
     """
     legal = states.legal_action_mask
+    root_key, key = jax.random.split(key)
+    root_value = mean_playout(game, root_key, states, num_rollouts)
     root = mctx.RootFnOutput(
         prior_logits=_legal_logits(legal),
-        value=jnp.zeros(legal.shape[:1], jnp.float32),
+        value=jnp.where(states.terminated, 0.0, root_value),
         embedding=states,
     )
     select = functools.partial(uct_action_selection, c_uct=c_uct)

@@ -89,11 +89,16 @@ class Game:
 
     @property
     def num_actions(self) -> int:
-        return int(self.env.num_actions)
+        return int(self._shapes.legal_action_mask.shape[-1])
 
     @property
     def observation_shape(self) -> tuple[int, ...]:
-        return tuple(self.env.observation_shape)
+        return tuple(self._shapes.observation.shape)
+
+    @functools.cached_property
+    def _shapes(self) -> Any:
+        # pgx's own `num_actions` / `observation_shape` run `init` eagerly on every access (~0.2-2 s for chess).
+        return jax.eval_shape(self.env.init, jax.random.PRNGKey(0))
 
     @property
     def is_go(self) -> bool:
@@ -236,10 +241,9 @@ ODDS_FENS = {
 _PROMOTIONS = "rbn"  # pgx underpromotion index 0, 1, 2; -1 means queen
 
 
-def chess_state_from_fen(fen: str) -> Any:
-    """A pgx chess state for a FEN; raises ValueError naming the problem if the FEN is not legal."""
+def check_fen(fen: str) -> str:
+    """The FEN as python-chess writes it; raises ValueError naming the problem if it is not a legal position."""
     import chess as pychess
-    from pgx.experimental.chess import from_fen
 
     try:
         board = pychess.Board(fen)
@@ -248,7 +252,14 @@ def chess_state_from_fen(fen: str) -> Any:
     status = board.status()
     if status != pychess.STATUS_VALID:
         raise ValueError(f"bad FEN {fen!r}: not a legal chess position ({status!r})")
-    return from_fen(board.fen())
+    return board.fen()
+
+
+def chess_state_from_fen(fen: str) -> Any:
+    """A pgx chess state for a FEN; raises ValueError naming the problem if the FEN is not legal."""
+    from pgx.experimental.chess import from_fen
+
+    return from_fen(check_fen(fen))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -323,7 +334,9 @@ _FEN_CACHE: dict[str, Any] = {}
 
 def _cached_fen_state(fen: str) -> Any:
     if fen not in _FEN_CACHE:
-        _FEN_CACHE[fen] = jax.tree.map(np.asarray, chess_state_from_fen(fen))
+        # Eager even when the first `init` is traced (inside jit/vmap): the cache must hold concrete arrays.
+        with jax.ensure_compile_time_eval():
+            _FEN_CACHE[fen] = jax.tree.map(np.asarray, chess_state_from_fen(fen))
     return jax.tree.map(jnp.asarray, _FEN_CACHE[fen])
 
 
@@ -359,5 +372,5 @@ def make_game(name: str, *, komi: float | None = None, start: str | None = None)
         return Go(name=name, env=env, max_moves=size * size * 2, komi=komi, size=size)
     fen = ODDS_FENS.get(start or "standard", start)
     assert fen is not None
-    chess_state_from_fen(fen)  # validate now, with a clear error
+    check_fen(fen)  # validate now, with a clear error (the pgx state is built on the first `init`)
     return Chess(name=name, env=pgx.make("chess"), max_moves=512, start_fen=fen)

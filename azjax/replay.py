@@ -86,9 +86,10 @@ def fill_outcomes(replay: Replay, ended: jax.Array, game_id: jax.Array, rewards:
 def sample(replay: Replay, key: jax.Array, batch_size: int) -> tuple[jax.Array, jax.Array, jax.Array]:
     """A uniform sample, with replacement, of positions whose outcome is known.
 
-    Returns obs [batch, *obs_shape], policy [batch, A], value [batch]. Call only when at least one
-    entry has a target.
+    Returns obs [batch, *obs_shape], policy [batch, A], value [batch]. With no such position yet it
+    samples uniformly from everything (the caller discards that batch).
     """
     p = replay.has_target.astype(jnp.float32)
+    p = jnp.where(p.sum() > 0, p, 1.0)
     idx = jax.random.choice(key, p.shape[0], (batch_size,), p=p / p.sum())
     return replay.obs[idx], replay.policy[idx], replay.value[idx]

@@ -146,24 +146,25 @@ def test_untrained_network_agents_play_legal_moves(c4):
     config = Config(num_blocks=1, num_channels=8, num_simulations=4, max_num_considered_actions=4)
     net = make_network(config, c4)
     evaluate = network_evaluator(net.apply)
-    params = init_params(net, c4, jax.random.key(0))
+    init = jax.jit(lambda key: init_params(net, c4, key))  # eager flax init is slow
+    params = init(jax.random.key(0))
+
     states = _stack([_position(c4, []), _position(c4, [3] * 6), _position(c4, [0, 1, 0, 1, 0, 1, 0])])
-    legal = np.asarray(states.legal_action_mask)
-    # PUCT here; Gumbel (the config's default search) below, in the arena.
-    agent = search_agent(c4, evaluate, SearchSpec(kind="puct", num_simulations=4), params=params)
-    actions = np.asarray(jax.jit(agent.act)(agent.params, jax.random.key(1), states))
-    assert actions.dtype == np.int32 and legal[np.arange(3), actions][:2].all()
     actions = np.asarray(policy_agent(c4, evaluate, params=params)(jax.random.key(2), states))
-    assert legal[np.arange(3), actions][:2].all()
+    legal = np.asarray(states.legal_action_mask)
+    assert actions.dtype == np.int32 and legal[np.arange(2), actions[:2]].all()  # the third game is over
+
+    # The config's Gumbel search against PUCT, in one compiled arena; the arena flags illegal moves.
+    gumbel = network_agent(config, c4, params)
+    puct = search_agent(c4, evaluate, SearchSpec(kind="puct", num_simulations=4), name="puct", params=params)
+    res = match(c4, gumbel, puct, 2, jax.random.key(3))
+    assert res.games == 2 and res.illegal == 0 and res.mean_length >= 7
 
     # Periodic evaluation: new params reuse the compiled arena.
-    first = network_agent(config, c4, params)
-    res = match(c4, first, random_agent(c4), 2, jax.random.key(3))
-    assert res.games == 2 and res.illegal == 0
     size = arena._play_jit._cache_size()
-    new = network_agent(config, c4, init_params(net, c4, jax.random.key(9)))
-    assert new.act is first.act
-    res = match(c4, new, random_agent(c4), 2, jax.random.key(4))
+    new = network_agent(config, c4, init(jax.random.key(9)))
+    assert new.act is gumbel.act
+    res = match(c4, new, puct, 2, jax.random.key(4))
     assert res.illegal == 0 and arena._play_jit._cache_size() == size
 
 

@@ -126,14 +126,15 @@ def test_go_komi_per_game(go7: Game, go7_batch_step: Step, moves: list[str], lea
 
 def test_go_illegal_move_loses(go7: Game, go7_batch_step: Step) -> None:
     """pgx ends the game on an illegal move with -1 for the mover; the komi rescoring must not undo it."""
-    states = jax.vmap(go7.init)(jax.random.split(jax.random.PRNGKey(2), 2), jnp.float32([9.5, -9.5]))
-    d4 = go7.parse_action(jax.tree.map(lambda v: v[0], states), "D4")
-    states = go7_batch_step(states, jnp.full(2, d4, jnp.int32))  # Black D4
+    komis = [9.5, -9.5, 0.5, -0.5, 30.5, -30.5]  # the batch size of the test above: no new compile
+    states = jax.vmap(go7.init)(jax.random.split(jax.random.PRNGKey(2), len(komis)), jnp.float32(komis))
+    d4 = jnp.full(len(komis), go7.parse_action(jax.tree.map(lambda v: v[0], states), "D4"), jnp.int32)
+    states = go7_batch_step(states, d4)  # Black D4
     movers = np.asarray(states.current_player)
-    states = go7_batch_step(states, jnp.full(2, d4, jnp.int32))  # White on the same point
+    states = go7_batch_step(states, d4)  # White on the same point
     assert np.asarray(states.terminated).all()
     rewards = np.asarray(states.rewards)
-    for i in range(2):
+    for i in range(len(komis)):
         assert rewards[i, movers[i]] == -1.0 and rewards[i, 1 - movers[i]] == 1.0
 
 
@@ -301,11 +302,14 @@ def _reference_over(board: chess.Board) -> bool:
             or board.halfmove_clock >= 100 or board.is_repetition(3))
 
 
-def _check_same(game: Chess, state: GameState, board: chess.Board) -> None:
-    """azjax's FEN equals python-chess's (en passant square written after every double step, as FEN
-    has it; python-chess's default writes it only when the capture is legal), and so do the legal moves."""
+def _check_same(game: Chess, state: GameState, board: chess.Board, en_passant: str = "fen") -> None:
+    """azjax's FEN equals python-chess's, and so do the legal moves.
+
+    pgx writes the en passant square after every double step (as FEN has it, python-chess's
+    `en_passant="fen"`); a start position built from a FEN goes through python-chess's default
+    writer, which keeps the square only when the capture is legal (`en_passant="legal"`)."""
     fen = game.fen(state)
-    assert fen == board.fen(en_passant="fen")
+    assert fen == board.fen(en_passant=en_passant)
     assert _uci_moves(game, state) == {m.uci() for m in chess.Board(fen).legal_moves}, fen
     assert _uci_moves(game, state) == {m.uci() for m in board.legal_moves}, fen
 
@@ -324,10 +328,11 @@ def test_chess_odds_starts(start: str) -> None:
     assert missing == expected
     assert set(ours.piece_map()) <= set(full.piece_map())
     assert _uci_moves(game, state) == {m.uci() for m in ours.legal_moves}
-    # A batch of odds games (vmap broadcasts the fixed start).
-    states = jax.vmap(game.init)(jax.random.split(jax.random.PRNGKey(0), 3))
-    assert states.legal_action_mask.shape == (3, game.num_actions)
-    np.testing.assert_array_equal(states.legal_action_mask[2], state.legal_action_mask)
+    if start == "queen_odds":  # a batch of odds games (vmap broadcasts the fixed start)
+        states = jax.vmap(game.init)(jax.random.split(jax.random.PRNGKey(0), 3))
+        assert states.legal_action_mask.shape == (3, game.num_actions)
+        np.testing.assert_array_equal(states.legal_action_mask[2], state.legal_action_mask)
+        assert game.fen(jax.tree.map(lambda v: v[1], states)) == fen
 
 
 @pytest.mark.parametrize(
@@ -350,7 +355,7 @@ def test_chess_random_games_match_python_chess(chess_game: Chess, chess_step: St
     FEN and the set of legal moves in UCI agree with python-chess, `parse_action` inverts
     `action_to_str`, and the game ends exactly when pgx's rules say (checked with python-chess)."""
     seen: Counter[str] = Counter()
-    for seed in range(3):
+    for seed in (1, 6, 8):  # seeds whose games castle, capture en passant and (under)promote
         rng = np.random.default_rng(seed)
         state, board = chess_game.init(jax.random.PRNGKey(seed)), chess.Board()
         for _ in range(160):
@@ -366,6 +371,7 @@ def test_chess_random_games_match_python_chess(chess_game: Chess, chess_step: St
                 move = moves[rng.integers(len(moves))]
             seen["castling"] += board.is_castling(move)
             seen["capture"] += board.is_capture(move)
+            seen["en passant"] += board.is_en_passant(move)
             seen["promotion"] += move.promotion is not None
             seen["underpromotion"] += move.promotion not in (None, chess.QUEEN)
             action = chess_game.parse_action(state, move.uci())
@@ -378,7 +384,8 @@ def test_chess_random_games_match_python_chess(chess_game: Chess, chess_step: St
                 assert float(state.rewards[mover]) == 1.0 and float(state.rewards[1 - mover]) == -1.0
             if bool(state.terminated):
                 break
-    assert seen["castling"] >= 2 and seen["capture"] >= 30 and seen["promotion"] >= 2 and seen["underpromotion"] >= 1
+    assert seen["castling"] >= 2 and seen["capture"] >= 30 and seen["en passant"] >= 1, seen
+    assert seen["promotion"] >= 2 and seen["underpromotion"] >= 1, seen
 
 
 SPECIAL_FENS = {
@@ -392,6 +399,8 @@ SPECIAL_FENS = {
     "castling through an attacked square": "r3k2r/8/8/8/8/8/5r2/R3K2R w KQkq - 0 1",
     "castling out of check": "r3k2r/8/8/8/8/8/4r3/R3K2R w KQkq - 0 1",
     "white in check (block or step aside)": "4k3/8/8/8/1b6/8/8/1N2K3 w - - 0 1",
+    "back-rank mate in one": "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1",
+    "stalemate in one": "7k/8/8/5Q2/8/8/8/6K1 w - - 0 1",  # Qf7 or Qg6
 }
 
 
@@ -405,12 +414,21 @@ def test_chess_special_positions(chess_step: Step, name: str) -> None:
     game = make_game("chess", start=fen)
     assert isinstance(game, Chess)
     state, board = game.init(jax.random.PRNGKey(0)), chess.Board(fen)
-    _check_same(game, state, board)
+    _check_same(game, state, board, en_passant="legal")
+    endings: Counter[str] = Counter()
     for move in board.legal_moves:
         after = chess_step(state, game.parse_action(state, move.uci()))
         board.push(move)
         assert game.fen(after) == board.fen(en_passant="fen"), move.uci()
+        assert bool(after.terminated) == _reference_over(board), move.uci()
+        mover = int(state.current_player)
+        expected = 1.0 if board.is_checkmate() else 0.0
+        assert float(after.rewards[mover]) == expected and float(after.rewards[1 - mover]) == -expected, move.uci()
+        endings["mate"] += board.is_checkmate()
+        endings["stalemate"] += board.is_stalemate()
         board.pop()
+    assert (endings["mate"] > 0) == (name == "back-rank mate in one")
+    assert (endings["stalemate"] > 0) == (name == "stalemate in one")
     moves = _uci_moves(game, state)
     expected_in = {"white promotes (push and capture)": {"a7a8q", "a7a8n", "a7b8r", "a7b8b"},
                    "black promotes (push and capture)": {"a2a1q", "a2b1n", "a2a1r", "a2b1b"},
@@ -446,7 +464,7 @@ def test_connect_four_notation_and_render() -> None:
         assert text == str(a + 1)
         assert game.parse_action(state, text) == a
         assert game.parse_action(state, f" {text}\n") == a
-    for bad in ["0", "8", "", "a", "-1", "3.0", "1 2", "４"]:
+    for bad in ["0", "8", "", "a", "-1", "3.0", "1 2", "c3"]:
         with pytest.raises(ValueError, match=repr(bad.strip())):
             game.parse_action(state, bad)
 

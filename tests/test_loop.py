@@ -52,12 +52,13 @@ def test_loss_matches_hand_computation():
     params = {"w": jnp.ones((2, 2))}
     policy = jnp.array([[1.0, 0.0], [0.5, 0.5]])
     z = jnp.array([1.0, 1.0])
-    total, info = loss_fn(apply, params, None, policy, z, weight_decay=0.1, value_loss_weight=1.0)
+    total, info = loss_fn(apply, params, None, policy, z, value_loss_weight=1.0)
     ce = (np.log(2) + (-0.5 * np.log(np.exp(2) / (np.exp(2) + 1)) - 0.5 * np.log(1 / (np.exp(2) + 1)))) / 2
     mse = (0.25 + 2.25) / 2
     np.testing.assert_allclose(info["policy_loss"], ce, rtol=1e-5)
     np.testing.assert_allclose(info["value_loss"], mse, rtol=1e-6)
-    np.testing.assert_allclose(total, ce + mse + 0.1 * 4, rtol=1e-5)
+    np.testing.assert_allclose(total, ce + mse, rtol=1e-5)
+    np.testing.assert_allclose(info["l2"], 4.0)
 
 
 def test_step_plays_writes_and_learns(tiny_overrides):

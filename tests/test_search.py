@@ -1,0 +1,259 @@
+"""Search: two-player signs and terminals on hand-built positions, illegal-move masking, move choice.
+
+The evaluator is a constant one whose logits and value come from `params`, so one compiled search
+serves every test (uniform zero-value, adversarial priors on an illegal move, a constant value).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import mctx
+import numpy as np
+import pytest
+
+from azjax.config import Config
+from azjax.games import Game, GameState, make_game
+from azjax.search import (
+    SearchSpec,
+    choose_action,
+    make_recurrent_fn,
+    mask_logits,
+    root_fn,
+    root_visit_counts,
+    run_search,
+)
+
+PUCT = SearchSpec(kind="puct", num_simulations=64, dirichlet_fraction=0.0)
+# Gumbel's sequential halving gives each of 7 moves only ~3 visits in its first phase; a blunder is only
+# seen to lose once the opponent's reply is found, so 128 simulations (~6 visits each) are used here.
+GUMBEL = SearchSpec(kind="gumbel", num_simulations=128, gumbel_scale=1.0)
+SPECS = {"puct": PUCT, "gumbel": GUMBEL}
+
+# Connect Four, columns 1-7; the first player is X.
+WIN = "1 7 2 7 3 6"  # X to move has 1-2-3 on the bottom row: column 4 wins
+BLOCK = "7 1 7 2 6 3"  # O has 1-2-3: X must play column 4
+FULL = "4 3 3 3 3 3 3"  # column 3 is full (O to move)
+OVER = WIN + " 4"  # X has won
+WIN_COL = BLOCK_COL = 3  # action index of column 4
+FULL_COL = 2
+
+
+def constant_evaluator(params: dict[str, jax.Array], states: GameState) -> tuple[jax.Array, jax.Array]:
+    """Logits `params["logits"]` and value `params["value"]` for every state."""
+    batch = states.legal_action_mask.shape[:-1]
+    return jnp.broadcast_to(params["logits"], states.legal_action_mask.shape), jnp.full(batch, params["value"])
+
+
+def params_for(game: Game, value: float = 0.0, logits: dict[int, float] | None = None) -> dict[str, jax.Array]:
+    base = np.zeros(game.num_actions, np.float32)
+    for action, logit in (logits or {}).items():
+        base[action] = logit
+    return {"logits": jnp.asarray(base), "value": jnp.float32(value)}
+
+
+@pytest.fixture(scope="module")
+def c4() -> Game:
+    return make_game("connect_four")
+
+
+@pytest.fixture(scope="module")
+def search() -> Callable[..., mctx.PolicyOutput]:
+    return jax.jit(run_search, static_argnums=(0, 1, 2))
+
+
+def _position(game: Game, step: Callable[..., GameState], moves: str) -> GameState:
+    state = game.init(jax.random.PRNGKey(0))
+    for text in moves.split():
+        assert not bool(state.terminated)
+        state = step(state, game.parse_action(state, text))
+    return state
+
+
+@pytest.fixture(scope="module")
+def roots(c4: Game) -> GameState:
+    """[WIN, BLOCK, FULL, OVER] as one batch."""
+    step = jax.jit(c4.step)
+    states = [_position(c4, step, moves) for moves in (WIN, BLOCK, FULL, OVER)]
+    batch = jax.tree.map(lambda *xs: jnp.stack(xs), *states)
+    np.testing.assert_array_equal(batch.terminated, [False, False, False, True])
+    assert not bool(batch.legal_action_mask[2, FULL_COL])
+    return batch
+
+
+@pytest.fixture(scope="module")
+def outputs(c4: Game, roots: GameState, search: Callable[..., mctx.PolicyOutput]) -> dict[str, list[mctx.PolicyOutput]]:
+    """Uniform zero-value searches, three keys per kind."""
+    params = params_for(c4)
+    return {
+        kind: [search(spec, c4, constant_evaluator, params, jax.random.PRNGKey(seed), roots) for seed in range(3)]
+        for kind, spec in SPECS.items()
+    }
+
+
+# ---------------------------------------------------------------- the recurrent function and the root
+
+
+def test_recurrent_fn_signs_and_terminals(c4: Game, roots: GameState) -> None:
+    recurrent = jax.jit(make_recurrent_fn(c4, constant_evaluator))
+    params = params_for(c4, value=0.25)
+    states = jax.tree.map(lambda x: x[jnp.array([0, 1, 3, 0])], roots)  # WIN, BLOCK, OVER, WIN
+    actions = jnp.int32([WIN_COL, 0, 0, 0])  # the win; a quiet move; anything after the end; a quiet move
+    out, after = recurrent(params, jax.random.PRNGKey(0), actions, states)
+    np.testing.assert_array_equal(out.reward, [1.0, 0.0, 0.0, 0.0])  # +1 for the player who moved and won
+    np.testing.assert_array_equal(out.discount, [0.0, -1.0, 0.0, -1.0])
+    np.testing.assert_array_equal(out.value, [0.0, 0.25, 0.0, 0.25])  # evaluator's value for the side to move
+    np.testing.assert_array_equal(after.terminated, [True, False, True, False])
+    assert np.isfinite(np.asarray(out.prior_logits)).all()
+    # The winner's reward as pgx reports it, for the record: mover +1, the other -1.
+    mover = int(states.current_player[0])
+    assert float(after.rewards[0, mover]) == 1.0 and float(after.rewards[0, 1 - mover]) == -1.0
+
+
+def test_root_fn_and_mask_logits(c4: Game, roots: GameState) -> None:
+    params = params_for(c4, value=0.5, logits={FULL_COL: 30.0, 0: 2.0})
+    root = root_fn(c4, constant_evaluator, params, roots)
+    np.testing.assert_array_equal(root.value, [0.5, 0.5, 0.5, 0.0])  # a finished game is worth 0
+    probs = np.asarray(jax.nn.softmax(root.prior_logits, axis=-1))
+    assert probs[2, FULL_COL] == 0.0
+    np.testing.assert_allclose(probs[2].sum(), 1.0, rtol=1e-6)
+    assert probs[2, 0] > probs[2, 1]
+
+    logits = jnp.float32([[1.0, 5.0, 3.0], [-2.0, 0.0, 100.0]])
+    legal = jnp.bool_([[True, False, True], [True, True, False]])
+    masked = np.asarray(mask_logits(logits, legal))
+    np.testing.assert_allclose(masked[0, 2] - masked[0, 0], 2.0)
+    np.testing.assert_allclose(masked[1, 1] - masked[1, 0], 2.0)
+    assert masked[0, 1] == masked[1, 2] == np.finfo(np.float32).min
+    assert np.asarray(jax.nn.softmax(mask_logits(logits, legal))[~np.asarray(legal)]).max() == 0.0
+
+
+# ---------------------------------------------------------------- whole searches
+
+
+@pytest.mark.parametrize("kind", ["puct", "gumbel"])
+def test_search_takes_the_win(outputs: dict[str, list[mctx.PolicyOutput]], kind: str) -> None:
+    for out in outputs[kind]:
+        visits = np.asarray(root_visit_counts(out))[0]
+        qvalues = np.asarray(out.search_tree.summary().qvalues)[0]
+        assert visits[WIN_COL] == visits.max(), visits
+        assert int(np.argmax(out.action_weights[0])) == WIN_COL
+        assert qvalues[WIN_COL] == pytest.approx(1.0)  # reward +1 for the mover, nothing after it
+        if kind == "puct":
+            assert visits[WIN_COL] >= 0.75 * visits.sum(), visits
+        else:
+            assert int(out.action[0]) == WIN_COL
+            assert float(out.action_weights[0, WIN_COL]) > 0.9
+
+
+@pytest.mark.parametrize("kind", ["puct", "gumbel"])
+def test_search_blocks_the_threat(outputs: dict[str, list[mctx.PolicyOutput]], kind: str) -> None:
+    for out in outputs[kind]:
+        visits = np.asarray(root_visit_counts(out))[1]
+        qvalues = np.asarray(out.search_tree.summary().qvalues)[1]
+        assert visits[BLOCK_COL] == visits.max(), visits
+        assert int(np.argmax(out.action_weights[1])) == BLOCK_COL
+        others = np.delete(qvalues, BLOCK_COL)
+        assert qvalues[BLOCK_COL] > others.max(), qvalues  # every other move lets O win
+        assert others.min() < -0.3, qvalues
+        if kind == "puct":
+            assert visits[BLOCK_COL] >= 0.4 * visits.sum(), visits
+        else:
+            assert int(out.action[1]) == BLOCK_COL
+
+
+@pytest.mark.parametrize("kind", ["puct", "gumbel"])
+def test_terminal_root_and_no_illegal_visits(
+    c4: Game, roots: GameState, search: Callable[..., mctx.PolicyOutput], kind: str
+) -> None:
+    """A finished game as root runs (its result is unused); an illegal move gets no visit anywhere in the
+    tree, even when the evaluator's prior favours it overwhelmingly."""
+    params = params_for(c4, logits={FULL_COL: 30.0})
+    out = search(SPECS[kind], c4, constant_evaluator, params, jax.random.PRNGKey(7), roots)
+    assert np.isfinite(np.asarray(out.action_weights)).all()
+    assert np.asarray(root_visit_counts(out))[3].sum() == SPECS[kind].num_simulations  # the finished root
+    tree = out.search_tree
+    visited = np.asarray(tree.node_visits) > 0  # [B, nodes]
+    legal = np.asarray(tree.embeddings.legal_action_mask)  # [B, nodes, A]
+    over = np.asarray(tree.embeddings.terminated)
+    child_visits = np.asarray(tree.children_visits)
+    illegal = visited[..., None] & ~legal & ~over[..., None]
+    assert illegal[:3].any()  # the full column shows up in the trees
+    assert child_visits[illegal].sum() == 0
+    assert np.asarray(root_visit_counts(out))[2, FULL_COL] == 0
+    assert float(out.action_weights[2, FULL_COL]) == 0.0
+
+
+def test_go_terminal_reward_follows_each_games_komi() -> None:
+    """Go 7x7, Black leads by 7 on the board and has just passed: White's pass ends the game, a win for
+    White with komi 9.5 and a loss with komi 5.5. The recurrent function must score each game with its
+    own komi and credit the result to the mover (White). (A whole Go search is left out: it compiles
+    for over 30 s on 2 cores.)"""
+    game = make_game("go_7x7")
+    recurrent = jax.jit(make_recurrent_fn(game, constant_evaluator))
+    params = params_for(game, value=0.5)
+    states = jax.vmap(game.init)(jax.random.split(jax.random.PRNGKey(0), 2), jnp.float32([9.5, 5.5]))
+    pass_action = game.num_actions - 1
+    moves = [m for r in range(1, 8) for m in (f"D{r}", f"E{r}")] + ["pass"]
+    for text in moves:
+        action = game.parse_action(jax.tree.map(lambda x: x[0], states), text)
+        out, states = recurrent(params, jax.random.PRNGKey(0), jnp.full(2, action, jnp.int32), states)
+        np.testing.assert_array_equal(out.reward, 0.0)
+        np.testing.assert_array_equal(out.discount, -1.0)
+        np.testing.assert_array_equal(out.value, 0.5)
+    assert int(game.color_to_move(jax.tree.map(lambda x: x[0], states))) == 1  # White
+    out, after = recurrent(params, jax.random.PRNGKey(0), jnp.full(2, pass_action, jnp.int32), states)
+    np.testing.assert_array_equal(out.reward, [1.0, -1.0])
+    np.testing.assert_array_equal(out.discount, [0.0, 0.0])
+    np.testing.assert_array_equal(out.value, [0.0, 0.0])
+    assert np.asarray(after.terminated).all()
+
+
+# ---------------------------------------------------------------- choosing the move
+
+
+def test_choose_action_puct(outputs: dict[str, list[mctx.PolicyOutput]]) -> None:
+    """Greedy without exploration; with it, samples pi ~ N (tau = 1): over 4000 draws each empirical
+    frequency is within 0.03 of N(a)/sum N (the standard error is at most 0.008, so ~4 sigma)."""
+    out = outputs["puct"][0]
+    visits = np.asarray(root_visit_counts(out))
+    batch = visits.shape[0]
+    greedy = choose_action(PUCT, jax.random.PRNGKey(0), out, jnp.zeros(batch, bool))
+    np.testing.assert_array_equal(greedy, visits.argmax(-1))
+
+    draws = 4000
+    sample = jax.jit(jax.vmap(lambda key: choose_action(PUCT, key, out, jnp.ones(batch, bool))))
+    actions = np.asarray(sample(jax.random.split(jax.random.PRNGKey(1), draws)))  # [draws, B]
+    for b in range(batch):
+        freq = np.bincount(actions[:, b], minlength=visits.shape[1]) / draws
+        np.testing.assert_allclose(freq, visits[b] / visits[b].sum(), atol=0.03)
+        assert (freq[visits[b] == 0] == 0).all()
+
+    mixed = choose_action(PUCT, jax.random.PRNGKey(2), out, jnp.array([False, True, False, True]))
+    assert int(mixed[0]) == visits[0].argmax() and int(mixed[2]) == visits[2].argmax()
+    assert mixed.dtype == jnp.int32
+
+
+def test_choose_action_gumbel(outputs: dict[str, list[mctx.PolicyOutput]]) -> None:
+    out = outputs["gumbel"][1]
+    batch = out.action.shape[0]
+    explored = choose_action(GUMBEL, jax.random.PRNGKey(0), out, jnp.ones(batch, bool))
+    np.testing.assert_array_equal(explored, out.action)  # the Gumbel root's own sampled action
+    greedy = choose_action(GUMBEL, jax.random.PRNGKey(0), out, jnp.zeros(batch, bool))
+    np.testing.assert_array_equal(greedy, np.asarray(out.action_weights).argmax(-1))
+    assert int(greedy[0]) == WIN_COL and int(greedy[1]) == BLOCK_COL
+    with pytest.raises(AssertionError):  # chex: `explore` must be [B]
+        choose_action(GUMBEL, jax.random.PRNGKey(0), out, jnp.ones((batch, 1), bool))
+
+
+def test_search_spec_from_config() -> None:
+    config = Config(search="puct", num_simulations=48, dirichlet_fraction=0.3, gumbel_scale=0.7)
+    train = SearchSpec.from_config(config, training=True)
+    evaluate = SearchSpec.from_config(config, training=False, num_simulations=16)
+    assert (train.kind, train.num_simulations, train.dirichlet_fraction, train.gumbel_scale) == ("puct", 48, 0.3, 0.7)
+    assert (evaluate.num_simulations, evaluate.dirichlet_fraction, evaluate.gumbel_scale) == (16, 0.0, 0.0)
+    assert hash(train) != hash(evaluate)
+    _: Any = {train: 1}  # hashable, so jit can take it as a static argument
