@@ -95,7 +95,8 @@ def load_checkpoint(path: str) -> tuple[Config, Any]:
     return config, load_params(path, template)
 
 
-def make_agent(spec: str, game_name: str | None, simulations: int, search: str | None = None) -> tuple[Any, str]:
+def make_agent(spec: str, game_name: str | None, simulations: int, search: str | None = None,
+               n_scl: int | None = None) -> tuple[Any, str]:
     """An agent from its command-line spec; returns (agent, game name)."""
     from azjax import agents
     from azjax.games import make_game
@@ -123,6 +124,8 @@ def make_agent(spec: str, game_name: str | None, simulations: int, search: str |
     config, params = load_checkpoint(path)
     if search:
         config = config.replace(search=search)
+    if n_scl is not None:
+        config = config.replace(n_scl=n_scl or None)
     if game_name is not None and game_name != config.game:
         raise ValueError(f"{path} plays {config.game}, not {game_name}")
     game = make_game(config.game, komi=config.komi, start=config.start if config.game == "chess" else None)
@@ -158,8 +161,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from azjax.arena import match
 
     game_name = args.game or _checkpoint_game(args.agent_a) or _checkpoint_game(args.agent_b)
-    a, game_name = make_agent(args.agent_a, game_name, args.simulations, args.search)
-    b, _ = make_agent(args.agent_b, game_name, args.simulations, args.search)
+    a, game_name = make_agent(args.agent_a, game_name, args.simulations, args.search, args.n_scl)
+    b, _ = make_agent(args.agent_b, game_name, args.simulations, args.search, args.n_scl)
     from azjax.games import make_game
 
     game = make_game(game_name)
@@ -193,6 +196,8 @@ def cmd_play(args: argparse.Namespace) -> int:
     from azjax.games import make_game
 
     config, params = load_checkpoint(args.checkpoint)
+    if args.n_scl is not None:
+        config = config.replace(n_scl=args.n_scl or None)
     game = make_game(config.game, komi=config.komi, start=config.start if config.game == "chess" else None)
     agent = network_agent(config, game, params, num_simulations=args.simulations)
     act = jax.jit(agent.act)
@@ -258,6 +263,33 @@ def cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- engines: gtp, uci, analyze, arena
+
+
+def cmd_gtp(args: argparse.Namespace) -> int:
+    from azjax.gtp import main as gtp_main
+
+    return gtp_main(args)
+
+
+def cmd_uci(args: argparse.Namespace) -> int:
+    from azjax.uci import main as uci_main
+
+    return uci_main(args)
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from azjax.analyze import main as analyze_main
+
+    return analyze_main(args)
+
+
+def cmd_arena(args: argparse.Namespace) -> int:
+    from azjax.arena_cli import main as arena_main
+
+    return arena_main(args)
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -281,6 +313,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--games", type=int, default=200)
     p.add_argument("--simulations", type=int, default=64, help="search budget of checkpoint agents")
     p.add_argument("--search", choices=["gumbel", "puct"], default=None, help="override the checkpoint's search")
+    p.add_argument("--n_scl", type=int, default=None, help="search-contempt node limit for checkpoint agents (0: off)")
     p.add_argument("--batch_size", type=int, default=None, help="games played at once (default: all)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default=None, help="write the result as JSON here")
@@ -290,6 +323,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("checkpoint")
     p.add_argument("--simulations", type=int, default=128)
     p.add_argument("--color", choices=["first", "second"], default="first")
+    p.add_argument("--n_scl", type=int, default=None, help="search-contempt node limit (0: off)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_play)
 
@@ -303,6 +337,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("run_dir")
     p.add_argument("dest")
     p.set_defaults(func=cmd_export)
+
+    for name, help_ in (("gtp", "a GTP engine (Go, and every other game in its notation) on stdin/stdout"),
+                        ("uci", "a UCI chess engine on stdin/stdout")):
+        p = sub.add_parser(name, help=help_)
+        p.add_argument("--checkpoint", required=True, help="run directory or exported model")
+        p.add_argument("--visits", type=int, default=None, help="simulations per move (default: eval_simulations)")
+        p.add_argument("--n_scl", type=int, default=None, help="search-contempt node limit (0: off)")
+        p.add_argument("--search", choices=["gumbel", "puct"], default=None, help="override the checkpoint's search")
+        p.add_argument("--seed", type=int, default=0)
+        p.set_defaults(func=cmd_gtp if name == "gtp" else cmd_uci)
+
+    from azjax.analyze import add_arguments as analyze_arguments
+    from azjax.arena_cli import add_arguments as arena_arguments
+
+    p = sub.add_parser("analyze", help="search positions; per-move statistics (batched with --positions)")
+    analyze_arguments(p)
+    p.set_defaults(func=cmd_analyze)
+
+    p = sub.add_parser("arena", help="round robin / gauntlet among checkpoints, baselines and GTP/UCI engines")
+    arena_arguments(p)
+    p.set_defaults(func=cmd_arena)
     return parser
 
 

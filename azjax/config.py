@@ -31,6 +31,7 @@ class Config:
     pb_c_init: float = 1.25  # PUCT
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25
+    n_scl: int | None = None  # search-contempt node limit (METHODS.md section 1); None = plain search
     temperature_moves: int = 10  # tau = 1 for the first k moves of each trajectory, then greedy
     # self-play and replay
     num_envs: int = 256  # games in flight (over all devices)
@@ -87,6 +88,8 @@ class Config:
                 raise ValueError(f"komi must be a half-integer (e.g. 7.5) so no game is drawn, got {self.komi}")
         if self.start not in ("", "standard") and self.game != "chess":
             raise ValueError(f"start positions apply to chess only, not {self.game!r} (start={self.start!r})")
+        if self.n_scl is not None and self.n_scl < 1:
+            raise ValueError(f"n_scl must be >= 1 (or None = off), got {self.n_scl}")
         if self.dirichlet_alpha <= 0:
             raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
         if not 0 <= self.lr_end_fraction <= 1:
@@ -167,7 +170,7 @@ def parse_field(name: str, text: str) -> Any:
             return False
         raise ValueError(f"{name} expects true/false, got {text!r}")
     try:
-        if hint is int:
+        if hint is int or (int in args and float not in args):
             return int(text)
         if hint is float or float in args:
             return float(text)

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import mctx
 
 from azjax.config import Config
+from azjax.contempt import contempt_gumbel_muzero_policy, contempt_muzero_policy
 from azjax.games import Game, GameState
 
 Evaluator = Callable[[Any, GameState], tuple[jax.Array, jax.Array]]
@@ -42,6 +43,7 @@ class SearchSpec:
     pb_c_init: float = 1.25
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25
+    n_scl: int | None = None  # search-contempt node limit (METHODS.md section 1); None = plain search
 
     @classmethod
     def from_config(cls, config: Config, *, training: bool, num_simulations: int | None = None) -> SearchSpec:
@@ -54,6 +56,7 @@ class SearchSpec:
             pb_c_init=config.pb_c_init,
             dirichlet_alpha=config.dirichlet_alpha,
             dirichlet_fraction=config.dirichlet_fraction if training else 0.0,
+            n_scl=config.n_scl,
         )
 
 
@@ -123,7 +126,7 @@ def run_search(
     invalid = jnp.where(invalid.all(axis=-1, keepdims=True), False, invalid)
     recurrent_fn = make_recurrent_fn(game, evaluate)
     if spec.kind == "gumbel":
-        return mctx.gumbel_muzero_policy(
+        return contempt_gumbel_muzero_policy(
             params=params,
             rng_key=key,
             root=root,
@@ -132,8 +135,9 @@ def run_search(
             invalid_actions=invalid,
             max_num_considered_actions=spec.max_num_considered_actions,
             gumbel_scale=spec.gumbel_scale,
+            n_scl=spec.n_scl,
         )
-    return mctx.muzero_policy(
+    return contempt_muzero_policy(
         params=params,
         rng_key=key,
         root=root,
@@ -143,6 +147,7 @@ def run_search(
         pb_c_init=spec.pb_c_init,
         dirichlet_alpha=spec.dirichlet_alpha,
         dirichlet_fraction=spec.dirichlet_fraction,
+        n_scl=spec.n_scl,
     )
 
 

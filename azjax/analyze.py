@@ -1,0 +1,119 @@
+"""`azjax analyze`: search positions and show (or write) the per-move statistics.
+
+    azjax analyze --checkpoint DIR --moves "D4 E5" [--visits N] [--top 20] [--json]
+    azjax analyze --checkpoint DIR --fen "FEN" [--moves "e2e4 e7e5"]
+    azjax analyze --checkpoint DIR --positions FILE --out FILE.jsonl [--batch_size 64]
+
+One position: prints the board, lc0's verbose move statistics (see azjax.engine), the value of
+the player to move (the chosen move's Q) and, for chess, centipawns.
+
+Many positions (`--positions`): one position per line (moves in the game's notation from the
+start, spaces or commas between them; for chess also a FEN, `FEN moves ...` or `startpos moves
+...`; empty lines and `#` comments skipped). All positions are searched in batches of
+`--batch_size` with one jitted search (the last batch padded) and written one JSON object per line:
+
+    {"position": LINE, "move": BEST, "value": Q, "cp": C (chess), "root_value": V, "net_value": V0,
+     "visits": {MOVE: N, ...} (moves with N > 0, most first), "prior": {MOVE: P, ...} (same moves),
+     "pv": [...]}
+
+A line that cannot be set up gives {"position": LINE, "error": MESSAGE}; a finished game gives
+"move": null.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from azjax.engine import Engine, Position, SearchResult, format_table, parse_position
+
+
+def result_json(line: str, r: SearchResult) -> dict[str, Any]:
+    visited = [s for s in r.stats if s.n > 0]
+    d: dict[str, Any] = dict(position=line, move=r.best_move or None, value=r.value, root_value=r.root_value,
+                             net_value=r.net_value, visits={s.move: s.n for s in visited},
+                             prior={s.move: s.p for s in visited}, pv=r.pv)
+    if r.cp is not None:
+        d["cp"] = r.cp
+    return d
+
+
+def analyze_file(engine: Engine, positions: str, out: str, visits: int | None = None,
+                 batch_size: int = 64) -> dict[str, int]:
+    """Searches every position of `positions`; writes JSON lines to `out`. Returns counts."""
+    lines = [ln.strip() for ln in Path(positions).read_text().splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith("#")]
+    pos = Position(engine.game, engine.default_start_fen)
+    if engine.is_go:
+        pos.set_komi(engine.komi)
+    states, entries = [], []  # entries: (line, index into states or an error message)
+    for ln in lines:
+        try:
+            parse_position(pos, ln)
+        except ValueError as e:
+            entries.append((ln, str(e)))
+            continue
+        entries.append((ln, len(states)))
+        states.append(pos.state)
+    results = engine.search_batch(states, visits=visits, batch_size=max(1, min(batch_size, len(states) or 1)))
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    errors = 0
+    with open(out, "w") as f:
+        for ln, ref in entries:
+            if isinstance(ref, str):
+                errors += 1
+                f.write(json.dumps(dict(position=ln, error=ref)) + "\n")
+            else:
+                f.write(json.dumps(result_json(ln, results[ref])) + "\n")
+    return dict(positions=len(entries), searched=len(states), errors=errors)
+
+
+def main(args: argparse.Namespace) -> int:
+    engine = Engine.from_checkpoint(args.checkpoint, visits=args.visits, n_scl=args.n_scl, search=args.search)
+    if args.positions:
+        if not args.out:
+            raise ValueError("--positions needs --out FILE.jsonl")
+        t0 = time.perf_counter()
+        counts = analyze_file(engine, args.positions, args.out, batch_size=args.batch_size)
+        print(f"searched {counts['searched']} of {counts['positions']} positions ({counts['errors']} errors) "
+              f"with {engine.visits} visits in {time.perf_counter() - t0:.1f}s; wrote {args.out}")
+        return 0
+    if args.fen and not engine.is_chess:
+        raise ValueError(f"--fen applies to chess only; this checkpoint plays {engine.game.name}")
+    engine.set_position((args.moves or "").replace(",", " ").split(), fen=args.fen, komi=args.komi)
+    result = engine.search()
+    if args.json:
+        print(json.dumps(result_json(" ".join(engine.moves), result) | {"stats": [s.to_dict() for s in result.stats]}))
+        return 0
+    print(engine.render())
+    if engine.is_over:
+        print("the game is over")
+        return 0
+    print(f"\n{engine.to_move()} to move; {result.visits} visits ({engine.config.search}"
+          f"{', n_scl=' + str(engine.n_scl) if engine.n_scl else ''}), {result.seconds:.2f}s")
+    for line in format_table(result, top=args.top or None):
+        print(line)
+    value = f"value {result.value:+.4f} (winrate {(1 + result.value) / 2:.1%})"
+    if result.cp is not None:
+        value += f", cp {result.cp:+.0f}"
+    print(f"\nbest {result.best_move}; {value}; root {result.root_value:+.4f}, network {result.net_value:+.4f}")
+    print("pv " + " ".join(result.pv))
+    return 0
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--checkpoint", required=True, help="run directory or exported model")
+    p.add_argument("--moves", default=None, help='moves from the start (or from --fen), e.g. "D4 E5"')
+    p.add_argument("--fen", default=None, help="chess: the start position")
+    p.add_argument("--komi", type=float, default=None, help="Go: komi (default: the checkpoint's)")
+    p.add_argument("--visits", type=int, default=None, help="simulations (default: the config's eval_simulations)")
+    p.add_argument("--n_scl", type=int, default=None, help="search-contempt node limit (0: off)")
+    p.add_argument("--search", choices=["gumbel", "puct"], default=None, help="override the checkpoint's search")
+    p.add_argument("--top", type=int, default=20, help="table rows (0: every legal move)")
+    p.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    p.add_argument("--positions", default=None, help="file of positions, one per line (batched)")
+    p.add_argument("--out", default=None, help="JSON-lines output for --positions")
+    p.add_argument("--batch_size", type=int, default=64, help="positions per jitted search (--positions)")

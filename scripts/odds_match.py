@@ -1,0 +1,394 @@
+"""Odds chess: the odds giver (White, a piece down) with and without search-contempt, against a fixed opponent.
+
+METHODS.md section 1: in odds chess plain PUCT's results against a fixed, imperfect opponent peak
+and then decline as visits grow, while search-contempt keeps rising. Here the giver searches with
+the material evaluator (`azjax.material`) at several visit budgets, once with contempt (`--n_scl`)
+and once with plain PUCT, against either
+
+  * `--opponent search:N`: the material evaluator with N-visit PUCT, sampling its moves from its
+    root visits with temperature `--opponent_tau` for its first `--opponent_temperature_moves`
+    plies (an imperfect, varied opponent; greedy afterwards), all inside one jitted loop; or
+  * `--opponent stockfish`: Stockfish over UCI (`--stockfish PATH`, `--skill`, `--movetime_ms`), in
+    a host-side loop (FEN in, UCI move out).
+
+An odds start comes from a FEN, so White (the giver) always moves first: colours do not alternate.
+Results are from the giver's view. Games cut by `--max_moves` (plies) are draws; with `--adjudicate
+P` the JSON also holds a material adjudication of cut games (an edge of P pawns or more wins).
+
+    python scripts/odds_match.py --start queen_odds --budgets 100 400 1600 --games 32 --opponent search:50
+    python scripts/odds_match.py --start knight_odds --opponent stockfish --skill 0 --movetime_ms 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import json
+import os
+import queue
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+DEFAULT_STOCKFISH = "/usr/games/stockfish"
+
+
+# ---------------------------------------------------------------- UCI client
+
+
+class UciEngine:
+    """A minimal UCI client over a subprocess (Stockfish). Use as a context manager.
+
+    Every read has a timeout (a reader thread feeds a queue), so a hung engine raises TimeoutError
+    instead of blocking; `close` sends `quit` and kills the process if it does not exit.
+    """
+
+    def __init__(self, path: str, options: dict[str, Any] | None = None, timeout: float = 10.0):
+        self.path = path
+        self.timeout = timeout
+        self.proc = subprocess.Popen(
+            [path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1
+        )
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        try:
+            self.send("uci")
+            self.id_name = ""
+            for line in self._until("uciok"):
+                if line.startswith("id name "):
+                    self.id_name = line[len("id name ") :]
+            for name, value in (options or {}).items():
+                self.send(f"setoption name {name} value {value}")
+            self.ready()
+        except BaseException:
+            self.close()
+            raise
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self._lines.put(line.strip())
+        self._lines.put(None)  # EOF
+
+    def send(self, command: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(command + "\n")
+        self.proc.stdin.flush()
+
+    def _until(self, prefix: str, timeout: float | None = None) -> list[str]:
+        """Lines up to and including the first that starts with `prefix`."""
+        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
+        out = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"{self.path}: no '{prefix}' within the timeout")
+            try:
+                line = self._lines.get(timeout=left)
+            except queue.Empty:
+                continue
+            if line is None:
+                raise RuntimeError(f"{self.path} exited (waiting for '{prefix}')")
+            out.append(line)
+            if line.startswith(prefix):
+                return out
+
+    def ready(self) -> None:
+        self.send("isready")
+        self._until("readyok")
+
+    def new_game(self) -> None:
+        self.send("ucinewgame")
+        self.ready()
+
+    def best_move(self, fen: str, movetime_ms: int) -> str | None:
+        """The engine's move (UCI) in `fen`, or None if it has none."""
+        self.send(f"position fen {fen}")
+        self.send(f"go movetime {int(movetime_ms)}")
+        line = self._until("bestmove", timeout=self.timeout + movetime_ms / 1000.0)[-1]
+        parts = line.split()
+        move = parts[1] if len(parts) > 1 else "(none)"
+        return None if move in ("(none)", "0000") else move
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.send("quit")
+            except (BrokenPipeError, OSError):
+                pass
+            try:
+                self.proc.wait(timeout=2.0)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+    def __enter__(self) -> UciEngine:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------- games with fixed colours
+
+
+@functools.cache
+def _fixed_colour_play(game: Any, act_white: Any, act_black: Any, num_games: int):
+    """A jitted loop: White's agent moves on even plies, Black's on odd ones, for every game at once."""
+    import jax
+    import jax.numpy as jnp
+
+    def play(params_w: Any, params_b: Any, key: jax.Array):
+        init_key, key = jax.random.split(key)
+        states = jax.vmap(game.init)(jax.random.split(init_key, num_games))
+        white_id = states.current_player  # every game starts with White to move (a FEN start)
+
+        def cond(carry: tuple) -> jax.Array:
+            ply, _, s, *_ = carry
+            return (ply < game.max_moves) & ~jnp.all(s.terminated)
+
+        def body(carry: tuple) -> tuple:
+            ply, key, s, outcome, length, illegal = carry
+            key, sub = jax.random.split(key)
+            actions = jax.lax.cond(
+                ply % 2 == 0,
+                lambda: act_white(params_w, sub, s).astype(jnp.int32),
+                lambda: act_black(params_b, sub, s).astype(jnp.int32),
+            )
+            live = ~s.terminated
+            illegal = illegal | (live & ~jnp.take_along_axis(s.legal_action_mask, actions[:, None], axis=1)[:, 0])
+            s = jax.vmap(game.step)(s, actions)
+            reward = jnp.take_along_axis(s.rewards, white_id[:, None], axis=1)[:, 0]
+            return ply + 1, key, s, outcome + jnp.where(live, reward, 0.0), length + live, illegal
+
+        zeros = jnp.zeros(num_games, jnp.float32)
+        carry = (jnp.int32(0), key, states, zeros, jnp.zeros(num_games, jnp.int32), jnp.zeros(num_games, bool))
+        _, _, states, outcome, length, illegal = jax.lax.while_loop(cond, body, carry)
+        return states, outcome, length, illegal
+
+    return jax.jit(play)
+
+
+def play_fixed_colours(game: Any, white: Any, black: Any, key: Any, num_games: int) -> dict[str, Any]:
+    """`num_games` games, `white` always White (odds starts have White to move).
+
+    Returns numpy arrays: outcome [N] for White (+1 / 0 / -1), length [N] (plies), terminated [N]
+    (False = cut by `game.max_moves`, a draw), illegal [N], and `final` (GameState [N]).
+    """
+    import jax
+    import numpy as np
+
+    fn = _fixed_colour_play(game, white.act, black.act, int(num_games))
+    states, outcome, length, illegal = fn(white.params, black.params, key)
+    return dict(outcome=np.asarray(outcome), length=np.asarray(length), terminated=np.asarray(states.terminated),
+                illegal=np.asarray(illegal), final=jax.tree.map(np.asarray, states))
+
+
+def play_vs_uci(game: Any, white: Any, engine: UciEngine, key: Any, num_games: int, movetime_ms: int) -> dict[str, Any]:
+    """Host loop: `white` (a jittable agent) on all live games at once, the engine game by game as Black."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    step = _jit_batch_step(game)
+    act = jax.jit(white.act)
+    init_key, key = jax.random.split(key)
+    states = jax.vmap(game.init)(jax.random.split(init_key, num_games))
+    white_id = np.asarray(states.current_player)
+    outcome = np.zeros(num_games)
+    length = np.zeros(num_games, np.int64)
+    illegal = np.zeros(num_games, bool)
+    for ply in range(game.max_moves):
+        live = ~np.asarray(states.terminated)
+        if not live.any():
+            break
+        if ply % 2 == 0:
+            key, sub = jax.random.split(key)
+            actions = np.asarray(act(white.params, sub, states))
+        else:
+            actions = np.zeros(num_games, np.int32)
+            for i in np.flatnonzero(live):
+                s = jax.tree.map(lambda x, i=i: x[i], states)
+                move = engine.best_move(game.fen(s), movetime_ms)
+                if move is None:
+                    raise RuntimeError(f"engine has no move in a live game: {game.fen(s)}")
+                actions[i] = game.parse_action(s, move)
+        legal = np.asarray(states.legal_action_mask)[np.arange(num_games), actions]
+        illegal |= live & ~legal
+        states = step(states, jnp.asarray(actions, jnp.int32))
+        rewards = np.asarray(states.rewards)[np.arange(num_games), white_id]
+        outcome += np.where(live, rewards, 0.0)
+        length += live
+    return dict(outcome=outcome, length=length, terminated=np.asarray(states.terminated), illegal=illegal,
+                final=jax.tree.map(np.asarray, states))
+
+
+@functools.cache
+def _jit_batch_step(game: Any):
+    import jax
+
+    return jax.jit(jax.vmap(game.step))
+
+
+# ---------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--start", default="queen_odds", help="queen_odds, rook_odds, knight_odds, standard or a FEN")
+    p.add_argument("--budgets", nargs="+", type=int, default=[100, 400, 1600], help="the giver's visits per move")
+    p.add_argument("--methods", nargs="+", default=["contempt", "puct"], choices=["contempt", "puct"])
+    p.add_argument("--n_scl", type=int, default=5, help="search-contempt node limit of the giver")
+    p.add_argument("--opponent", default="search:50", help="search:N (material PUCT, N visits) or stockfish")
+    p.add_argument("--opponent_tau", type=float, default=1.0, help="search opponent: move temperature")
+    p.add_argument("--opponent_temperature_moves", type=int, default=20,
+                   help="search opponent: tau applies to the first K plies of the game (then greedy)")
+    p.add_argument("--stockfish", default=DEFAULT_STOCKFISH, help="UCI engine path")
+    p.add_argument("--skill", type=int, default=0, help="Stockfish 'Skill Level' (0-20)")
+    p.add_argument("--movetime_ms", type=int, default=10, help="Stockfish time per move")
+    p.add_argument("--games", type=int, default=16, help="games per (budget, method)")
+    p.add_argument("--max_moves", type=int, default=200, help="ply cap (cut games are draws)")
+    p.add_argument("--adjudicate", type=float, default=None, help="also score cut games by a material edge (pawns)")
+    p.add_argument("--scale", type=float, default=None, help="material evaluator tanh scale (default 0.2)")
+    p.add_argument("--capture_prior", type=float, default=0.0, help="material evaluator: prior logit per pawn captured")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="results/odds_match.json")
+    return p
+
+
+def _summary(outcome: Any, n_unfinished: int) -> dict[str, Any]:
+    from azjax.arena import elo_from_score, wilson_interval
+    from azjax.selfplay_stats import wdl
+
+    w, d, l = wdl(outcome)
+    n = w + d + l
+    score = (w + 0.5 * d) / max(n, 1)
+    low, high = wilson_interval(score, n)
+    return dict(games=n, wins=w, draws=d, losses=l, unfinished=n_unfinished, score=score, score_low=low,
+                score_high=high, elo=elo_from_score(score))
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    import jax
+    import numpy as np
+
+    from azjax.cli import enable_compilation_cache
+    from azjax.games import make_game
+    from azjax.material import DEFAULT_SCALE, adjudicate_by_material, material_evaluator
+    from azjax.search import SearchSpec
+    from azjax.selfplay_stats import temperature_agent
+
+    if args.games < 1:
+        raise SystemExit("--games must be >= 1")
+    enable_compilation_cache()
+    t_start = time.time()
+    game = make_game("chess", start=args.start)
+    game = dataclasses.replace(game, max_moves=min(args.max_moves, game.max_moves))
+    scale = DEFAULT_SCALE if args.scale is None else args.scale
+    evaluate = material_evaluator(scale=scale, capture_prior=args.capture_prior)
+
+    engine = None
+    if args.opponent == "stockfish":
+        if not shutil.which(args.stockfish) and not os.path.exists(args.stockfish):
+            raise SystemExit(f"Stockfish not found at {args.stockfish!r}")
+        engine = UciEngine(args.stockfish, {"Skill Level": args.skill, "Threads": 1, "Hash": 16})
+        opponent_desc = dict(kind="stockfish", engine=engine.id_name, skill=args.skill, movetime_ms=args.movetime_ms)
+        opponent = None
+    elif args.opponent.startswith("search:") and args.opponent.split(":", 1)[1].isdigit():
+        n = int(args.opponent.split(":", 1)[1])
+        opp_spec = SearchSpec(kind="puct", num_simulations=n, dirichlet_fraction=0.0)
+        opponent = temperature_agent(game, evaluate, opp_spec, tau=args.opponent_tau,
+                                     temperature_moves=args.opponent_temperature_moves, name=args.opponent)
+        opponent_desc = dict(kind="search", evaluator="material", num_simulations=n, tau=args.opponent_tau,
+                             temperature_moves=args.opponent_temperature_moves)
+    else:
+        raise SystemExit(f"bad --opponent {args.opponent!r}: use search:N or stockfish")
+
+    rows = []
+    key = jax.random.key(args.seed)
+    try:
+        for budget in args.budgets:
+            for method in args.methods:
+                n_scl = args.n_scl if method == "contempt" else None
+                spec = SearchSpec(kind="puct", num_simulations=budget, dirichlet_fraction=0.0, n_scl=n_scl)
+                giver = temperature_agent(game, evaluate, spec, tau=0.0, name=f"{method}{budget}")
+                t0 = time.time()
+                if engine is None:
+                    res = play_fixed_colours(game, giver, opponent, key, args.games)
+                else:
+                    engine.new_game()
+                    res = play_vs_uci(game, giver, engine, key, args.games, args.movetime_ms)
+                unfinished = int((~res["terminated"]).sum())
+                row = dict(budget=budget, method=method, n_scl=n_scl, **_summary(res["outcome"], unfinished),
+                           illegal=int(res["illegal"].sum()), mean_length=float(res["length"].mean()))
+                if args.adjudicate is not None:
+                    judged = adjudicate_by_material(res["final"], res["length"], res["terminated"], res["outcome"],
+                                                    args.adjudicate)
+                    row["adjudicated"] = dict(threshold_pawns=args.adjudicate, **_summary(judged, 0))
+                row["seconds"] = round(time.time() - t0, 1)
+                rows.append(row)
+                print(_line(row), flush=True)
+                _write_json(args.out, dict(partial=True, command=" ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]),
+                                           results=rows))
+    finally:
+        if engine is not None:
+            engine.close()
+    return dict(
+        command=" ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]),
+        args=vars(args),
+        start=args.start,
+        start_fen=game.start_fen,
+        giver=dict(colour="white", evaluator="material", scale=scale, capture_prior=args.capture_prior,
+                   search="puct", tau=0.0),
+        opponent=opponent_desc,
+        max_moves=game.max_moves,
+        notes=("results from the odds giver's (White's) view; colours never alternate; games cut by max_moves "
+               "count as draws ('unfinished'); score = (w + d/2)/games with its 95% Wilson interval; every "
+               "(budget, method) plays from the same PRNG key."),
+        results=rows,
+        seconds=round(time.time() - t_start, 1),
+    )
+
+
+def _line(row: dict[str, Any]) -> str:
+    s = (f"{row['method']:>8} {row['budget']:>5}: +{row['wins']:<3} ={row['draws']:<3} -{row['losses']:<3} "
+         f"score {row['score']:.3f} [{row['score_low']:.3f}, {row['score_high']:.3f}] "
+         f"unfinished {row['unfinished']:<3} len {row['mean_length']:.0f}")
+    if "adjudicated" in row:
+        a = row["adjudicated"]
+        s += f" | adjudicated +{a['wins']} ={a['draws']} -{a['losses']} score {a['score']:.3f}"
+    return s + f" [{row['seconds']}s]"
+
+
+def _write_json(path: str, obj: Any) -> None:
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=1)
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    summary = run(args)
+    print()
+    print(f"{'method':>8} {'visits':>6}  {'W':>3} {'D':>3} {'L':>3}  score  95% CI")
+    for r in summary["results"]:
+        print(f"{r['method']:>8} {r['budget']:>6}  {r['wins']:>3} {r['draws']:>3} {r['losses']:>3}  "
+              f"{r['score']:.3f}  [{r['score_low']:.3f}, {r['score_high']:.3f}]")
+    _write_json(args.out, summary)
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

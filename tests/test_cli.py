@@ -1,0 +1,76 @@
+"""The command line end to end on a tiny config: train, resume, export, eval, play, bench; bad input."""
+
+from __future__ import annotations
+
+import builtins
+import json
+from pathlib import Path
+
+import pytest
+
+from azjax.cli import main
+
+TINY = ["--num_envs", "8", "--num_simulations", "4", "--moves_per_step", "2", "--replay_size", "64",
+        "--min_replay_size", "8", "--batch_size", "8", "--num_blocks", "1", "--num_channels", "8",
+        "--eval_every", "2", "--eval_games", "4", "--eval_simulations", "4", "--eval_opponent_simulations", "4",
+        "--checkpoint_every", "2", "--lr_warmup_steps", "1"]
+
+
+def test_train_eval_export_play(tmp_path, capsys, monkeypatch):
+    run = tmp_path / "run"
+    assert main(["train", "--game", "connect_four", "--preset", "quick", "--run_dir", str(run), "--num_steps", "2",
+                 "--no-progress", *TINY]) == 0
+    for name in ("config.json", "params.msgpack", "metrics.csv", "eval.csv", "curves.png"):
+        assert (run / name).exists(), name
+    assert "score" in capsys.readouterr().out
+    # Resume to a longer run is refused (num_steps changes the schedule); same config resumes fine.
+    assert main(["train", "--resume", str(run), "--num_steps", "4", "--no-progress"]) == 2
+    assert "num_steps: saved 2, given 4" in capsys.readouterr().err
+    assert main(["train", "--resume", str(run), "--no-progress"]) == 0
+
+    model = tmp_path / "model"
+    assert main(["export", str(run), str(model)]) == 0
+    assert sorted(p.name for p in model.iterdir()) == ["config.json", "params.msgpack"]
+
+    out = tmp_path / "eval.json"
+    assert main(["eval", f"{model}:4", "random", "--games", "4", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["games"] == 4 and result["wins"] + result["draws"] + result["losses"] == 4
+    assert main(["eval", f"policy:{run}", "mcts:4", "--games", "2"]) == 0
+
+    # A person plays first: an illegal then a malformed move are re-prompted, then 'quit'.
+    answers = iter(["9", "x", "help", "4", "quit"])
+    monkeypatch.setattr(builtins, "input", lambda prompt="": next(answers))
+    assert main(["play", str(model), "--simulations", "4"]) == 0
+    text = capsys.readouterr().out
+    assert "not a Connect Four column (1-7): '9'" in text
+    assert "azjax plays" in text
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["train", "--game", "connect_four", "--num_simulations", "-3"], "num_simulations must be >= 1"),
+        (["train", "--game", "connect_four", "--search", "alphabeta"], "search must be one of"),
+        (["train", "--game", "connect_four", "--preset", "huge"], "unknown preset 'huge'"),
+        (["train", "--game", "connect_four", "--learning_rate", "fast"], "learning_rate expects a number"),
+        (["eval", "mcts:x", "random", "--game", "connect_four"], "mcts:N needs a positive number"),
+        (["eval", "nowhere/model", "random", "--game", "connect_four"], "unknown agent 'nowhere/model'"),
+        (["eval", "random", "random"], "needs --game"),
+        (["play", "/nonexistent/run"], "neither a run directory nor an exported model"),
+        (["eval", "random", "random", "--game", "go_5x5"], "unknown game 'go_5x5'"),
+    ],
+)
+def test_bad_input_gets_a_clear_error(argv, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_bench_quick_writes_json(tmp_path):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--game", "connect_four", "--quick", "--out", str(out)]) == 0
+    data = json.loads(Path(out).read_text())
+    for key in ("sims_per_s", "net_only_evals_per_s", "plain_loop_sims_per_s", "ratio_vs_net_only",
+                "ratio_vs_plain_loop"):
+        assert data[key] > 0

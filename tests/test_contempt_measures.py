@@ -1,0 +1,268 @@
+"""Search-contempt measures: self-play statistics, the material evaluator, the sweep and odds scripts."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from azjax.games import GameState, chess_state_from_fen
+from azjax.material import adjudicate_by_material, capture_values, material_diff, material_evaluator
+from azjax.selfplay_stats import (
+    decisive_ratio,
+    first_player_outcomes,
+    json_float,
+    repeat_fraction,
+    sample_visits,
+    selfplay_stats,
+    wdl,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+STOCKFISH = "/usr/games/stockfish"
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# ---------------------------------------------------------------- statistics
+
+
+def test_wdl_and_decisive_ratio():
+    assert wdl(np.array([1, 0, -1, 1, 0.0, -0.5])) == (2, 2, 2)
+    assert decisive_ratio(2, 1, 1) == 3.0
+    assert decisive_ratio(0, 4, 0) == 0.0
+    assert decisive_ratio(3, 0, 1) == math.inf
+    assert math.isnan(decisive_ratio(0, 0, 0))
+    assert json_float(math.inf) == "inf" and json_float(math.nan) == "nan" and json_float(0.5) == 0.5
+
+
+def test_repeat_fraction_hand_made():
+    moves = np.array(
+        [
+            [0, 1, 2, -1],
+            [0, 1, 3, -1],
+            [0, 1, 2, -1],  # repeats game 0 entirely
+            [4, 1, 2, 5],
+        ]
+    )
+    np.testing.assert_allclose(repeat_fraction(moves), [0.5, 0.5, 0.25, 0.25])
+    # Beyond the recorded columns the padding is -1 for everyone: nothing changes.
+    np.testing.assert_allclose(repeat_fraction(moves, max_prefix=6), [0.5, 0.5, 0.25, 0.25, 0.25, 0.25])
+    np.testing.assert_allclose(repeat_fraction(moves, max_prefix=2), [0.5, 0.5])
+    # N identical games: (N - 1) / N; all distinct: 0. Only EARLIER games count (order matters not the set).
+    same = np.tile(np.array([[3, 4, 5]]), (3, 1))
+    np.testing.assert_allclose(repeat_fraction(same), [2 / 3] * 3)
+    np.testing.assert_allclose(repeat_fraction(np.array([[0, 1], [1, 0], [2, 2]])), [0.0, 0.0])
+    # A game that ended early repeats a longer one only up to its own length.
+    np.testing.assert_allclose(repeat_fraction(np.array([[0, 1, 2], [0, 1, -1]])), [0.5, 0.5, 0.0])
+
+
+def test_selfplay_stats_first_mover_view():
+    records = SimpleNamespace(
+        outcome=np.array([1.0, -1.0, 0.0, 1.0]),  # agent A's view
+        a_first=np.array([True, True, False, False]),
+        moves=np.array([[0, 1], [0, 2], [0, 1], [5, 6]]),
+        length=np.array([2, 2, 2, 2]),
+        terminated=np.array([True, True, False, True]),
+    )
+    np.testing.assert_array_equal(first_player_outcomes(records), [1.0, -1.0, 0.0, -1.0])
+    stats = selfplay_stats(records)
+    assert (stats.wins, stats.draws, stats.losses, stats.unfinished) == (1, 1, 2, 1)
+    assert stats.decisive_ratio == 3.0
+    np.testing.assert_allclose(stats.repeat_fraction, [0.5, 0.25])
+    d = stats.to_dict()
+    assert d["games"] == 4 and d["decisive_ratio"] == 3.0 and d["repeat_fraction"] == [0.5, 0.25]
+    json.dumps(d)
+
+
+def test_sample_visits_temperature():
+    visits = jnp.array([[0, 3, 1, 0], [2, 2, 0, 5]], jnp.int32)
+    legal = jnp.array([[True, True, True, False], [True, True, True, True]])
+    greedy = sample_visits(jax.random.key(0), visits, jnp.float32(0.0), legal)
+    np.testing.assert_array_equal(greedy, [1, 3])
+    keys = jax.random.split(jax.random.key(1), 4000)
+    draws = jax.vmap(lambda k: sample_visits(k, visits, jnp.float32(1.0), legal))(keys)
+    draws = np.asarray(draws)
+    assert not np.isin(draws[:, 0], [0, 3]).any()  # no visits -> never sampled
+    np.testing.assert_allclose(np.bincount(draws[:, 0], minlength=4)[1:3] / 4000, [0.75, 0.25], atol=0.03)
+    np.testing.assert_allclose(np.bincount(draws[:, 1], minlength=4) / 4000, [2 / 9, 2 / 9, 0, 5 / 9], atol=0.03)
+    # A per-game tau: greedy in the first game, sampling in the second.
+    mixed = jax.vmap(lambda k: sample_visits(k, visits, jnp.array([0.0, 1.0]), legal))(keys[:500])
+    assert (np.asarray(mixed)[:, 0] == 1).all() and len(set(np.asarray(mixed)[:, 1])) > 1
+
+
+# ---------------------------------------------------------------- material evaluator
+
+
+def _states(fens: list[str]) -> GameState:
+    envs = [chess_state_from_fen(f) for f in fens]
+    env = jax.tree.map(lambda *xs: jnp.stack(xs), *envs)
+    return GameState(env=env, komi=jnp.zeros(len(fens), jnp.float32))
+
+
+START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+NO_WHITE_QUEEN_W = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNB1KBNR w KQkq - 0 1"
+NO_WHITE_QUEEN_B = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNB1KBNR b KQkq - 0 1"
+NO_BLACK_QUEEN_W = "rnb1kbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+NO_BLACK_QUEEN_B = "rnb1kbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR b KQkq - 0 1"
+SYMMETRIC_B = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/2N5/PPPP1PPP/R1BQKBNR b KQkq - 2 2"
+
+
+@pytest.fixture(scope="module")
+def material_states():
+    return _states([START, NO_WHITE_QUEEN_W, NO_WHITE_QUEEN_B, NO_BLACK_QUEEN_W, NO_BLACK_QUEEN_B, SYMMETRIC_B])
+
+
+def test_material_signs(material_states):
+    evaluate = jax.jit(material_evaluator())
+    logits, value = evaluate(None, material_states)
+    value = np.asarray(value)
+    np.testing.assert_allclose(value[[0, 5]], 0.0, atol=1e-6)  # symmetric, either side to move
+    queen = math.tanh(0.2 * 9)
+    np.testing.assert_allclose(value[1:5], [-queen, queen, queen, -queen], rtol=1e-5)
+    assert value[2] > 0.9 and value[1] < -0.9
+    legal = np.asarray(material_states.legal_action_mask)
+    lg = np.asarray(logits)
+    assert (lg[legal] == 0).all() and (lg[~legal] < -1e30).all()  # uniform prior over legal moves
+    np.testing.assert_array_equal(np.asarray(material_diff(material_states.env._x.board))[:3], [0, -9, 9])
+
+
+def test_material_mobility_symmetric(material_states):
+    _, value = jax.jit(material_evaluator(mobility=0.05))(None, material_states)
+    np.testing.assert_allclose(np.asarray(value)[[0, 5]], 0.0, atol=1e-6)  # 20 moves each at the start
+
+
+def test_capture_prior_prefers_captures():
+    # The White pawn on e4 can take a pawn (d5) or a knight (f5), or push (e5).
+    fen = "rnbqkb1r/ppp1pppp/8/3p1n2/4P3/8/PPPP1PPP/RNBQKBNR w KQkq - 0 3"
+    states = _states([fen])
+    logits, _ = material_evaluator(capture_prior=1.0)(None, states)
+    logits = np.asarray(logits)[0]
+    legal = np.flatnonzero(np.asarray(states.legal_action_mask)[0])
+    from azjax.games import make_game
+
+    game = make_game("chess")
+    state0 = jax.tree.map(lambda x: x[0], states)
+    by_move = {game.action_to_str(state0, a): logits[a] for a in legal}
+    assert by_move["e4f5"] == 3.0 and by_move["e4d5"] == 1.0 and by_move["e4e5"] == 0.0
+    assert max(by_move, key=by_move.get) == "e4f5"
+    cv = np.asarray(capture_values(states.env._x.board, states.env._x.en_passant))
+    assert cv.shape == (1, 4672)
+
+
+def test_adjudicate_by_material(material_states):
+    s = jax.tree.map(lambda x: x[1:5], material_states)
+    outcomes = np.zeros(4)
+    # lengths: even = the first mover (White) is to move in these positions, odd = Black.
+    length = np.array([10, 11, 10, 11])
+    judged = adjudicate_by_material(s, length, np.zeros(4, bool), outcomes, threshold=3)
+    np.testing.assert_array_equal(judged, [-1, -1, 1, 1])
+    kept = adjudicate_by_material(s, length, np.array([True, False, True, False]), np.array([1.0, 0, 0, 0]), 3)
+    np.testing.assert_array_equal(kept, [1, -1, 0, 1])
+    assert (adjudicate_by_material(s, length, np.zeros(4, bool), outcomes, threshold=10) == 0).all()
+
+
+# ---------------------------------------------------------------- scripts end to end
+
+
+@pytest.fixture(scope="module")
+def c4_checkpoint(tmp_path_factory):
+    from azjax.checkpoint import save_config, save_params
+    from azjax.config import preset
+    from azjax.games import make_game
+    from azjax.network import init_params, make_network
+
+    config = preset("connect_four", "quick", num_blocks=1, num_channels=8)
+    game = make_game("connect_four")
+    params = init_params(make_network(config, game), game, jax.random.key(0))
+    path = tmp_path_factory.mktemp("c4model")
+    save_config(path, config)
+    save_params(path, params)
+    return path
+
+
+def test_contempt_sweep_checkpoint_cli(c4_checkpoint, tmp_path):
+    out, png = tmp_path / "sweep.json", tmp_path / "sweep.png"
+    cmd = [sys.executable, str(ROOT / "scripts" / "contempt_sweep.py"), "--checkpoint", str(c4_checkpoint),
+           "--games", "4", "--sims", "8", "--n_scl", "1", "off", "--temps", "0", "1", "--max_prefix", "10",
+           "--out", str(out), "--plot", str(png)]  # fmt: skip
+    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads(out.read_text())
+    assert {"command", "args", "setup", "search", "settings", "notes", "max_moves"} <= set(summary)
+    assert "partial" not in summary
+    rows = summary["settings"]
+    assert [(r["n_scl"], r["tau"]) for r in rows] == [(1, 0.0), ("off", 0.0), (1, 1.0), ("off", 1.0)]
+    for r in rows:
+        assert {"n_scl", "tau", "sims", "games", "wins", "draws", "losses", "decisive_ratio", "repeat_fraction",
+                "unfinished", "mean_length"} <= set(r)
+        assert r["games"] == 4 and r["wins"] + r["draws"] + r["losses"] == 4 and len(r["repeat_fraction"]) == 10
+    assert png.stat().st_size > 1000
+
+
+def test_contempt_sweep_chess_material(tmp_path):
+    sweep = _script("contempt_sweep")
+    out = tmp_path / "sweep.json"
+    argv = ["--game", "chess", "--evaluator", "material", "--games", "2", "--sims", "4", "--max_moves", "6",
+            "--settings", "2:0", "off:1", "--adjudicate", "3", "--capture_prior", "1", "--out", str(out),
+            "--plot", str(tmp_path / "s.png")]  # fmt: skip
+    assert sweep.main(argv) == 0
+    summary = json.loads(out.read_text())
+    assert summary["max_moves"] == 6 and summary["setup"]["evaluator"] == "material"
+    rows = summary["settings"]
+    assert [(r["n_scl"], r["tau"]) for r in rows] == [(2, 0.0), ("off", 1.0)]
+    for r in rows:
+        assert r["unfinished"] == 2 and r["draws"] == 2  # 6 plies: nobody is mated
+        assert {"wins", "draws", "losses", "decisive_ratio", "threshold_pawns"} <= set(r["adjudicated"])
+
+
+def test_odds_match_search_opponent(tmp_path):
+    odds = _script("odds_match")
+    out = tmp_path / "odds.json"
+    argv = ["--start", "knight_odds", "--budgets", "4", "--games", "2", "--opponent", "search:2", "--max_moves", "6",
+            "--adjudicate", "2", "--out", str(out)]  # fmt: skip
+    assert odds.main(argv) == 0
+    summary = json.loads(out.read_text())
+    assert {"command", "start_fen", "giver", "opponent", "results", "notes"} <= set(summary)
+    assert summary["start_fen"].startswith("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/R1BQKBNR w")
+    rows = summary["results"]
+    assert [(r["method"], r["budget"]) for r in rows] == [("contempt", 4), ("puct", 4)]
+    for r in rows:
+        assert {"games", "wins", "draws", "losses", "score", "score_low", "score_high", "unfinished"} <= set(r)
+        assert r["games"] == 2 and r["score_low"] <= r["score"] <= r["score_high"]
+        assert r["illegal"] == 0
+        assert r["unfinished"] == 2  # 6 plies: no mate
+        assert {"wins", "draws", "losses", "score", "threshold_pawns"} <= set(r["adjudicated"])
+
+
+@pytest.mark.skipif(not os.path.exists(STOCKFISH), reason=f"Stockfish not installed at {STOCKFISH}")
+def test_odds_match_stockfish(tmp_path):
+    odds = _script("odds_match")
+    with odds.UciEngine(STOCKFISH, {"Skill Level": 0}) as engine:
+        move = engine.best_move(START, 5)
+        assert move is not None and len(move) in (4, 5)
+        assert engine.best_move("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1", 5) is None  # stalemate: no move
+    assert engine.proc.poll() is not None  # closed
+    out = tmp_path / "odds_sf.json"
+    argv = ["--start", "queen_odds", "--budgets", "2", "--methods", "puct", "--games", "2", "--opponent", "stockfish",
+            "--skill", "0", "--movetime_ms", "5", "--max_moves", "4", "--out", str(out)]  # fmt: skip
+    assert odds.main(argv) == 0
+    summary = json.loads(out.read_text())
+    assert summary["opponent"]["kind"] == "stockfish" and summary["results"][0]["games"] == 2
+    assert summary["results"][0]["illegal"] == 0
