@@ -105,6 +105,8 @@ def main(args: argparse.Namespace) -> int:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.description = __doc__
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--checkpoint", required=True, help="run directory or exported model")
     p.add_argument("--moves", default=None, help='moves from the start (or from --fen), e.g. "D4 E5"')
     p.add_argument("--fen", default=None, help="chess: the start position")

@@ -46,12 +46,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from azjax import agents
 from azjax.agents import ActFn, Agent
 from azjax.arena import Z95, GameRecords, MatchResult, fit_elo, round_robin_results
-from azjax.engine import Position, color_to_move, parse_position
+from azjax.engine import Engine, Position, base_game, color_to_move, load_checkpoint, parse_position
 from azjax.external import EngineError, GTPClient, UCIClient, resolve_command
-from azjax.games import STANDARD_FEN, Game, GameState, Go, board_lead_black, make_game
+from azjax.games import STANDARD_FEN, Game, GameState, Go, board_lead_black
+from azjax.network import make_network
 from azjax.records import result_string, write_record
+from azjax.search import network_evaluator
 
 # ---------------------------------------------------------------- agents
 
@@ -67,6 +70,10 @@ class ArenaAgent:
     argv: list[str] = dataclasses.field(default_factory=list)
     options: dict[str, Any] = dataclasses.field(default_factory=dict)  # uci: setoption values
     go: dict[str, int] = dataclasses.field(default_factory=dict)  # uci: movetime / nodes / depth
+    checkpoint: str | None = None  # checkpoint agents: host games use an azjax.engine.Engine
+    visits: int = 0
+    n_scl: int | None = None
+    search: str | None = None
 
     @property
     def external(self) -> bool:
@@ -87,8 +94,6 @@ def _split_options(text: str) -> dict[str, str]:
 
 def parse_agent(spec: str, game_name: str | None, simulations: int) -> tuple[ArenaAgent, str | None]:
     """An arena agent from its spec (see the module docstring); returns it and the game it fixes."""
-    from azjax.cli import make_agent
-
     name = None
     head = spec.split(":", 1)[0]
     if "=" in head and not head.startswith(("gtp", "uci")):
@@ -133,9 +138,42 @@ def parse_agent(spec: str, game_name: str | None, simulations: int) -> tuple[Are
                 search = v
             else:
                 raise ValueError(f"unknown checkpoint option {k!r} in {spec!r} (n_scl, search)")
-    agent, game_name = make_agent(base, game_name, simulations, search, n_scl)
-    label = agent.name + (f":n_scl={n_scl}" if n_scl else "") + (f":{search}" if search else "")
-    return ArenaAgent(name=name or label, spec=spec, kind="jax", agent=agent), game_name
+    if base == "random" or base.startswith("mcts:"):
+        if game_name is None:
+            raise ValueError(f"agent {spec!r} needs --game (or a checkpoint among the agents)")
+        n = base.split(":", 1)[1] if base != "random" else "1"
+        if not n.isdigit() or int(n) < 1:
+            raise ValueError(f"bad agent {spec!r}: mcts:N needs a positive number of simulations")
+        game = base_game(game_name)  # one game object: compiled arenas are reused across pairings
+        if base == "random":
+            return ArenaAgent(name=name or "random", spec=spec, kind="jax", agent=agents.random_agent(game)), game_name
+        agent = agents.rollout_mcts_agent(game, int(n))
+        return ArenaAgent(name=name or agent.name, spec=spec, kind="jax", agent=agent), game_name
+    policy = base.startswith("policy:")
+    path, visits = (base[len("policy:") :] if policy else base), simulations
+    if not policy and ":" in path and not Path(path).exists():
+        path, n = path.rsplit(":", 1)
+        if not n.isdigit() or int(n) < 1:
+            raise ValueError(f"bad agent {spec!r}: PATH:N needs a positive number of simulations")
+        visits = int(n)
+    if not Path(path).is_dir():
+        raise ValueError(f"unknown agent {spec!r}: not random, mcts:N, gtp:..., uci:... or a checkpoint directory")
+    config, params = load_checkpoint(path)
+    if game_name is not None and config.game != game_name:
+        raise ValueError(f"{path} plays {config.game}, not {game_name}")
+    if search:
+        config = config.replace(search=search)
+    if n_scl is not None:
+        config = config.replace(n_scl=n_scl or None)
+    game = base_game(config.game, config.komi)
+    label = Path(path).name
+    if policy:
+        agent = agents.policy_agent(game, network_evaluator(make_network(config, game).apply), params=params)
+        return ArenaAgent(name=name or f"{label}:policy", spec=spec, kind="jax", agent=agent), config.game
+    agent = agents.network_agent(config, game, params, num_simulations=visits)
+    label += f":{visits}" + (f":n_scl={n_scl}" if n_scl else "") + (f":{search}" if search else "")
+    return ArenaAgent(name=name or label, spec=spec, kind="jax", agent=dataclasses.replace(agent, name=label),
+                      checkpoint=path, visits=visits, n_scl=n_scl, search=search), config.game
 
 
 def _checkpoint_game(spec: str) -> str | None:
@@ -214,8 +252,8 @@ def setup_openings(game: Game, lines: list[str]) -> list[Opening]:
 # ---------------------------------------------------------------- batched JAX games
 
 
-def _play_from(game: Game, act_a: ActFn, act_b: ActFn, max_plies: int, params_a: Any, params_b: Any,
-               key: jax.Array, states: GameState) -> tuple[GameRecords, jax.Array]:
+def _play_from(game: Game, act_a: ActFn, act_b: ActFn, params_a: Any, params_b: Any, key: jax.Array,
+               states: GameState, max_plies: jax.Array) -> tuple[GameRecords, jax.Array]:
     """`azjax.arena`'s batched loop, started from `states` [N]: rows [0, N/2) have A to move first,
     rows [N/2, N) B. Returns the records (moves from the start states) and, for Go, Black's area
     lead minus komi of the final boards (0 for other games)."""
@@ -224,7 +262,7 @@ def _play_from(game: Game, act_a: ActFn, act_b: ActFn, max_plies: int, params_a:
     a_first = jnp.arange(num_games) < half
     first_id = states.current_player
     a_id = jnp.where(a_first, first_id, 1 - first_id)
-    moves = jnp.full((num_games, max_plies), -1, jnp.int32)
+    moves = jnp.full((num_games, game.max_moves), -1, jnp.int32)
 
     def halves(s: GameState) -> tuple[GameState, GameState]:
         return jax.tree.map(lambda x: x[:half], s), jax.tree.map(lambda x: x[half:], s)
@@ -234,7 +272,7 @@ def _play_from(game: Game, act_a: ActFn, act_b: ActFn, max_plies: int, params_a:
 
     def cond(carry: tuple) -> jax.Array:
         ply, _, states, *_ = carry
-        return (ply < max_plies) & ~jnp.all(states.terminated)
+        return (ply < jnp.minimum(max_plies, game.max_moves)) & ~jnp.all(states.terminated)
 
     def body(carry: tuple) -> tuple:
         ply, key, states, moves, outcome, length, illegal = carry
@@ -266,20 +304,20 @@ def _play_from(game: Game, act_a: ActFn, act_b: ActFn, max_plies: int, params_a:
     return records, score
 
 
-_play_from_jit = jax.jit(_play_from, static_argnums=(0, 1, 2, 3))
+_play_from_jit = jax.jit(_play_from, static_argnums=(0, 1, 2))
 
 
 def play_games_from(game: Game, agent_a: Agent, agent_b: Agent, key: jax.Array, states: GameState,
                     max_plies: int) -> tuple[GameRecords, np.ndarray]:
     """Plays from `states` [N] (N even; rows [0, N/2) A moves first, the rest B) in one jitted batch.
 
-    Compiled once per (game, A's act, B's act, max_plies, N). Returns numpy records and, for Go,
+    Compiled once per (game, A's act, B's act, N). Returns numpy records and, for Go,
     the final boards' area score (Black's lead minus komi)."""
     n = int(states.current_player.shape[0])
     if n < 2 or n % 2:
         raise ValueError(f"the number of games must be even and >= 2, got {n}")
-    records, score = _play_from_jit(game, agent_a.act, agent_b.act, int(max_plies), agent_a.params,
-                                    agent_b.params, key, states)
+    records, score = _play_from_jit(game, agent_a.act, agent_b.act, agent_a.params, agent_b.params, key, states,
+                                    jnp.int32(max_plies))
     return jax.tree.map(np.asarray, records), np.asarray(score)
 
 
@@ -298,11 +336,16 @@ class HostPlayer:
         self.agent = agent
         self.game = game
         self.key = jax.random.key(seed)
+        self.seed = seed
         self.client: GTPClient | UCIClient | None = None
+        self.engine: Engine | None = None
         self.sent = 0
 
     def start(self) -> None:
         a = self.agent
+        if a.checkpoint is not None and self.engine is None:
+            self.engine = Engine.from_checkpoint(a.checkpoint, visits=a.visits, n_scl=a.n_scl, search=a.search,
+                                                 seed=self.seed)
         if a.kind == "gtp" and self.client is None:
             self.client = GTPClient(a.argv, name=a.name)
         elif a.kind == "uci" and self.client is None:
@@ -327,6 +370,8 @@ class HostPlayer:
     def choose(self, pos: Position) -> str:
         """The move (game notation) for the side to move in `pos`; "resign" allowed for externals."""
         a = self.agent
+        if self.engine is not None:  # a checkpoint: the engine's search (shares compiled code with gtp/uci)
+            return self.engine.search_batch([pos.state], batch_size=1, child_pvs=False)[0].best_move
         if a.kind == "jax":
             assert a.agent is not None
             self.key, sub = jax.random.split(self.key)
@@ -580,8 +625,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     names = [a.name for a in agents]
     if any(a.kind == "uci" for a in agents) and game_name != "chess":
         raise ValueError("UCI engines play chess only")
-    komi = args.komi
-    game = make_game(game_name, komi=komi)
+    game = base_game(game_name, args.komi)
     num_openings = args.games // 2
     if args.openings:
         lines = file_openings(game, args.openings, num_openings)
@@ -611,6 +655,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if not args.no_save:
                 save_games(out_dir, game, a, b, games, k)
             print(f"{result}  ({time.perf_counter() - t1:.1f}s)", flush=True)
+    except EngineError as e:  # an engine that cannot start or set up a game: a usage problem
+        raise ValueError(str(e)) from e
     finally:
         for p in players.values():
             p.close()
@@ -649,7 +695,9 @@ def print_table(summary: dict[str, Any]) -> None:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("agents", nargs="+", help="agent specs (see `azjax arena --help` / azjax.arena_cli)")
+    p.description = __doc__
+    p.formatter_class = argparse.RawDescriptionHelpFormatter
+    p.add_argument("agents", nargs="+", help="agent specs (see above)")
     p.add_argument("--game", default=None, help="needed when no agent is a checkpoint")
     p.add_argument("--games", type=int, default=10, help="games per pairing (even)")
     p.add_argument("--gauntlet", action="store_true", help="the first agent against each other (default: round robin)")

@@ -130,6 +130,36 @@ def bench_game(game: str, config: Config, rounds: int = 3) -> dict[str, Any]:
     }
 
 
+def bench_contempt(game: str, config: Config, n_scl: int, rounds: int = 3) -> list[dict[str, Any]]:
+    """Self-play sims/s of plain PUCT and of PUCT with search-contempt (n_scl), interleaved."""
+    rows, steps = [], []
+    for k in (None, n_scl):
+        cfg = config.replace(search="puct", n_scl=k, sgd_steps_per_step=0, eval_every=0)
+        trainer = Trainer(cfg, devices=jax.devices()[:1])
+        state = trainer.init(0)
+        state, m = trainer.step(state)  # compile
+        jax.block_until_ready(m)
+        steps.append([trainer, state])
+    times: list[list[float]] = [[], []]
+    for _ in range(rounds):
+        for i, pair in enumerate(steps):
+            t = time.perf_counter()
+            pair[1], m = pair[0].step(pair[1])
+            jax.block_until_ready(m)
+            times[i].append(time.perf_counter() - t)
+    sims = config.num_envs * config.num_simulations * config.moves_per_step
+    plain = sims / statistics.median(times[0])
+    for i, k in enumerate((None, n_scl)):
+        rate = sims / statistics.median(times[i])
+        row = {"game": game, "search": "puct", "n_scl": k, "num_envs": config.num_envs,
+               "num_simulations": config.num_simulations, "sims_per_s": round(rate, 1),
+               "seconds_per_round": [round(x, 4) for x in times[i]]}
+        if k is not None:
+            row["ratio_vs_plain_puct"] = round(rate / plain, 3)
+        rows.append(row)
+    return rows
+
+
 def machine() -> dict[str, Any]:
     return {
         "platform": platform.platform(),
@@ -149,10 +179,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--num_simulations", type=int, default=None)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="tiny settings (a smoke test, not a measurement)")
+    p.add_argument("--n_scl", type=int, default=5, help="search-contempt rows at this n_scl (0: none)")
     p.add_argument("--out", default="results/bench_selfplay.json")
     args = p.parse_args(argv)
     games = args.game or ["connect_four", "go_9x9"]
-    rows = []
+    rows: list[dict[str, Any]] = []
+    contempt_rows: list[dict[str, Any]] = []
     for g in games:
         overrides: dict[str, Any] = {}
         if args.quick:
@@ -167,8 +199,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({k: row[k] for k in ("game", "sims_per_s", "net_only_evals_per_s", "plain_loop_sims_per_s",
                                               "ratio_vs_net_only", "ratio_vs_plain_loop")}), flush=True)
         rows.append(row)
-    result = {"results": rows, "machine": machine(), "command": "azjax bench " + " ".join(sys.argv[1:]),
-              "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+        if args.n_scl:
+            for c in bench_contempt(g, config, args.n_scl, rounds=1 if args.quick else args.rounds):
+                print(json.dumps({k: c[k] for k in ("game", "n_scl", "sims_per_s")}), flush=True)
+                contempt_rows.append(c)
+    result = {"results": rows, "contempt": contempt_rows, "machine": machine(),
+              "command": "azjax bench " + " ".join(sys.argv[1:]), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     # The headline keys at the top level, for the first game (Connect Four by default).
     result.update({k: rows[0][k] for k in ("sims_per_s", "net_only_evals_per_s", "plain_loop_sims_per_s",
                                            "ratio_vs_net_only", "ratio_vs_plain_loop")})

@@ -182,10 +182,10 @@ def parse_field(name: str, text: str) -> Any:
 # Presets: `quick` trains on a laptop CPU in minutes; `full` is sized for one GPU.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "connect_four": {
-        "quick": dict(num_blocks=3, num_channels=32, num_simulations=32, num_envs=256,
+        "quick": dict(num_blocks=3, num_channels=32, num_simulations=16, num_envs=256,
                       moves_per_step=8, replay_size=65536, min_replay_size=4096, batch_size=256,
-                      sgd_steps_per_step=4, learning_rate=2e-3, num_steps=400, temperature_moves=8,
-                      eval_every=100, eval_games=64),
+                      sgd_steps_per_step=8, learning_rate=2e-3, num_steps=400, temperature_moves=8,
+                      eval_every=100, eval_games=32, eval_simulations=64),
         "full": dict(num_blocks=6, num_channels=128, num_simulations=64, num_envs=1024,
                      moves_per_step=16, replay_size=1_000_000, min_replay_size=50_000, batch_size=1024,
                      sgd_steps_per_step=8, learning_rate=2e-3, num_steps=5000, eval_every=500,

@@ -43,7 +43,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from azjax.config import Config
-from azjax.games import STANDARD_FEN, Chess, Game, GameState, Go, board_lead_black, chess_state_from_fen, make_game
+from azjax.games import (
+    ODDS_FENS,
+    STANDARD_FEN,
+    Chess,
+    Game,
+    GameState,
+    Go,
+    board_lead_black,
+    check_fen,
+    chess_state_from_fen,
+    make_game,
+)
 from azjax.search import Evaluator, SearchSpec, network_evaluator, run_search
 
 PB_C_BASE = 19652.0  # mctx's muzero_policy default
@@ -185,8 +196,41 @@ def _evaluator(config: Config, game: Game) -> Evaluator:
 
 
 @functools.cache
+def base_game(name: str, komi: float | None = None) -> Game:
+    """`make_game(name, komi=komi)`, one object per argument pair, so that engines share compiled code."""
+    return make_game(name, komi=komi)
+
+
+@functools.lru_cache(maxsize=64)
+def start_state(game: Game, komi: float = 0.0, fen: str | None = None) -> GameState:
+    """The start of a game: `game.init` with `komi` (Go), or a chess position from `fen` (cached: pgx's
+    eager init and FEN parsing take up to seconds)."""
+    if isinstance(game, Chess) and fen is not None and fen != STANDARD_FEN:
+        env = chess_state_from_fen(fen)
+        return GameState(env=env, komi=jnp.float32(0.0))
+    with jax.ensure_compile_time_eval():
+        return game.init(jax.random.key(0), komi=komi if isinstance(game, Go) else None)
+
+
+@functools.cache
 def _jitted_step(game: Game):
     return jax.jit(game.step)
+
+
+def load_checkpoint(path: str) -> tuple[Config, Any]:
+    """(config, params) of a run directory or exported model, like `azjax.cli.load_checkpoint`, but the
+    template the parameters are checked against comes from `jax.eval_shape` (no eager network init,
+    which takes seconds on a CPU)."""
+    from azjax.checkpoint import load_config, load_params
+    from azjax.network import make_network
+
+    config = load_config(path)
+    game = base_game(config.game, config.komi)
+    net = make_network(config, game)
+    dummy = jax.ShapeDtypeStruct((1, *game.observation_shape), jnp.float32)
+    shapes = jax.eval_shape(net.init, jax.ShapeDtypeStruct((), jax.random.key(0).dtype), dummy)
+    template = jax.tree.map(lambda x: np.zeros(x.shape, x.dtype), shapes)
+    return config, jax.tree.map(jnp.asarray, load_params(path, template))
 
 
 def _stack(states: Sequence[GameState]) -> GameState:
@@ -207,7 +251,6 @@ class Position:
     def __init__(self, game: Game, start_fen: str | None = None):
         self.game = game
         self.default_start_fen = (start_fen or STANDARD_FEN) if isinstance(game, Chess) else None
-        self._fen_states: dict[str, Any] = {}
         self.komi = float(game.komi)
         self.start_fen = self.default_start_fen
         self.actions: list[int] = []
@@ -241,19 +284,10 @@ class Position:
             raise ValueError(f"FEN positions apply to chess only, not {self.game.name}")
         if self.is_chess:
             self.start_fen = fen or self.default_start_fen
-            start = self._chess_start(self.start_fen)
-        else:
-            start = self.game.init(jax.random.key(0), komi=self.komi)
+        start = start_state(self.game, self.komi if self.is_go else 0.0, self.start_fen)
         self.actions = []
         self.moves = []
         self.states = [start]
-
-    def _chess_start(self, fen: str) -> GameState:
-        if fen == STANDARD_FEN:
-            return self.game.init(jax.random.key(0))
-        if fen not in self._fen_states:
-            self._fen_states[fen] = jax.tree.map(np.asarray, chess_state_from_fen(fen))
-        return GameState(env=jax.tree.map(jnp.asarray, self._fen_states[fen]), komi=jnp.float32(0.0))
 
     def set_komi(self, komi: float) -> None:
         """Changes the komi of the current game, keeping its moves."""
@@ -363,8 +397,10 @@ class Engine(Position):
         self.params = params
         # The base game: chess positions from other FENs reuse it (only `init` depends on the start),
         # so every position shares one compiled search.
-        game = make_game(config.game, komi=config.komi)
-        start_fen = make_game("chess", start=config.start).start_fen if config.game == "chess" else None  # type: ignore[attr-defined]
+        game = base_game(config.game, config.komi)
+        start_fen = None
+        if config.game == "chess":
+            start_fen = check_fen(ODDS_FENS.get(config.start or "standard", config.start))
         super().__init__(game, start_fen)
         self.evaluate = _evaluator(config, self.game)
         self.visits = int(visits or config.eval_simulations)
@@ -374,8 +410,6 @@ class Engine(Position):
 
     @classmethod
     def from_checkpoint(cls, path: str, **kwargs: Any) -> Engine:
-        from azjax.cli import load_checkpoint
-
         config, params = load_checkpoint(path)
         return cls(config, params, **kwargs)
 

@@ -22,6 +22,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 
@@ -34,7 +35,10 @@ def resolve_command(command: str | Sequence[str]) -> list[str]:
     argv = shlex.split(command) if isinstance(command, str) else list(command)
     if not argv:
         raise ValueError("empty engine command")
-    if "/" not in argv[0]:
+    if "/" in argv[0]:
+        if not Path(argv[0]).is_file():
+            raise ValueError(f"engine program not found: {argv[0]!r}")
+    else:
         found = shutil.which(argv[0]) or shutil.which(argv[0], path="/usr/games:/usr/local/games")
         if found is None:
             raise ValueError(f"engine program not found: {argv[0]!r}")
@@ -197,7 +201,8 @@ class UCIClient:
         if go == "go":
             go += " movetime 100"
         self.process.write(go)
-        deadline = time.monotonic() + self.timeout + (movetime_ms or 0) / 1000.0
+        # generous: a first search may include compilation (azjax's own engine) or a slow machine
+        deadline = time.monotonic() + max(self.timeout, 300.0) + (movetime_ms or 0) / 1000.0
         info = []
         while True:
             line = self.process.readline(deadline)

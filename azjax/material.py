@@ -91,7 +91,8 @@ def capture_values(board: jax.Array, en_passant: jax.Array) -> jax.Array:
     victim = jnp.where((to[None] >= 0) & (target < 0), values[jnp.abs(target)], 0.0)
     mover_piece = jnp.take(board, from_, axis=1)  # [B, A]
     pawn = mover_piece == 1
-    en_passant_capture = pawn & (to[None] == en_passant[:, None]) & (to[None] >= 0) & (from_[None] // 8 != to[None] // 8)
+    diagonal = from_[None] // 8 != to[None] // 8  # a pawn changing file
+    en_passant_capture = pawn & (to[None] == en_passant[:, None]) & (to[None] >= 0) & diagonal
     victim = jnp.where(en_passant_capture, 1.0, victim)
     queening = pawn & (from_[None] % 8 == 6) & (plane[None] >= 9)
     return victim + jnp.where(queening, 8.0, 0.0)

@@ -148,12 +148,12 @@ def selfplay_stats(records: Any, max_prefix: int | None = None, outcomes: np.nda
     """
     if outcomes is None:
         outcomes = first_player_outcomes(records)
-    w, d, l = wdl(outcomes)
+    wins, draws, losses = wdl(outcomes)
     length = np.asarray(records.length)
     return SelfPlayStats(
-        wins=w, draws=d, losses=l,
+        wins=wins, draws=draws, losses=losses,
         unfinished=int((~np.asarray(records.terminated, bool)).sum()),
-        decisive_ratio=decisive_ratio(w, d, l),
+        decisive_ratio=decisive_ratio(wins, draws, losses),
         repeat_fraction=repeat_fraction(np.asarray(records.moves), max_prefix),
         mean_length=float(length.mean()) if length.size else 0.0,
     )  # fmt: skip
@@ -276,7 +276,10 @@ def _replay_fn(game: Game, num_moves: int):
         def body(s: GameState, col: jax.Array) -> tuple[GameState, None]:
             stepped = jax.vmap(game.step)(s, jnp.maximum(col, 0))
             keep = col >= 0
-            return jax.tree.map(lambda a, b: jnp.where(keep.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), stepped, s), None
+            def pick(a: jax.Array, b: jax.Array) -> jax.Array:
+                return jnp.where(keep.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
+
+            return jax.tree.map(pick, stepped, s), None
 
         states, _ = jax.lax.scan(body, states, moves.T)
         return states

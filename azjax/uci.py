@@ -38,6 +38,7 @@ import time
 from typing import TextIO
 
 from azjax.engine import Engine, SearchResult, format_table
+from azjax.games import STANDARD_FEN
 
 MAX_INFINITE_FACTOR = 16
 
@@ -130,7 +131,7 @@ class UCIEngine:
             i = args.index("moves")
             args, moves = args[:i], args[i + 1 :]
         if args[0] == "startpos" and len(args) == 1:
-            fen = None
+            fen = STANDARD_FEN  # UCI's startpos is the standard position, whatever the checkpoint's start
         elif args[0] == "fen" and len(args) >= 2:
             fen = " ".join(args[1:])
         else:
@@ -138,7 +139,7 @@ class UCIEngine:
         e = self.engine
         # Extend the current game when the new position continues it (the usual GUI pattern).
         history = e.move_history()
-        if (fen or e.default_start_fen) == e.start_fen and moves[: len(history)] == history:
+        if fen == e.start_fen and moves[: len(history)] == history:
             try:
                 for m in moves[len(history) :]:
                     e.play(m)

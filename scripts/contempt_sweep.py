@@ -73,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mobility", type=float, default=0.0, help="material evaluator: pawns per legal move")
     p.add_argument("--capture_prior", type=float, default=0.0, help="material evaluator: prior logit per pawn captured")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--replot", action="store_true", help="only redraw --plot from an existing --out JSON")
     p.add_argument("--out", default="results/contempt_sweep.json")
     p.add_argument("--plot", default="results/contempt_sweep.png", help="PNG path ('' = no plot)")
     return p
@@ -93,7 +94,8 @@ def setup(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], floa
         desc = dict(source="checkpoint", checkpoint=args.checkpoint, game=config.game)
         return game, evaluate, params, desc, config.pb_c_init
     if args.game != "chess":
-        raise SystemExit(f"--evaluator {args.evaluator} needs --game chess (got {args.game!r}); use --checkpoint otherwise")
+        raise SystemExit(f"--evaluator {args.evaluator} needs --game chess (got {args.game!r}); "
+                         "use --checkpoint for other games")
     from azjax.material import DEFAULT_SCALE, material_evaluator
 
     scale = DEFAULT_SCALE if args.scale is None else args.scale
@@ -121,7 +123,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.games < 2 or args.games % 2:
         raise SystemExit(f"--games must be even and >= 2, got {args.games}")
-    enable_compilation_cache()
+    if not jax.config.jax_compilation_cache_dir:  # keep a cache the caller (e.g. the tests) set up
+        enable_compilation_cache()
     t_start = time.time()
     game, evaluate, eval_params, desc, pb_c_init = setup(args)
     if args.max_moves is not None:
@@ -160,15 +163,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             final = replay_moves(game, records.moves)
             judged = adjudicate_by_material(final, records.length, records.terminated,
                                             first_player_outcomes(records), args.adjudicate)
-            w, d, l = wdl(judged)
-            row["adjudicated"] = dict(threshold_pawns=args.adjudicate, wins=w, draws=d, losses=l,
-                                      decisive_ratio=json_float(decisive_ratio(w, d, l)))
+            wins, draws, losses = wdl(judged)
+            row["adjudicated"] = dict(threshold_pawns=args.adjudicate, wins=wins, draws=draws, losses=losses,
+                                      decisive_ratio=json_float(decisive_ratio(wins, draws, losses)))
         row["seconds"] = round(time.time() - t0, 1)
         settings.append(row)
         _write_json(args.out, dict(partial=True, command=" ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]),
                                    settings=settings))
         adj = row.get("adjudicated")
-        extra = f" | adjudicated +{adj['wins']} ={adj['draws']} -{adj['losses']} ratio {adj['decisive_ratio']}" if adj else ""
+        extra = ""
+        if adj:
+            extra = f" | adjudicated +{adj['wins']} ={adj['draws']} -{adj['losses']} ratio {adj['decisive_ratio']}"
         print(f"tau {tau:g} n_scl {row['n_scl']!s:>4}: +{row['wins']} ={row['draws']} -{row['losses']} "
               f"(unfinished {row['unfinished']}) (w+l)/d {row['decisive_ratio']} len {row['mean_length']:.0f} "
               f"repeat@1,5,10 {_at(row['repeat_fraction'], [1, 5, 10])}{extra} [{row['seconds']}s]", flush=True)
@@ -236,6 +241,10 @@ def plot(summary: dict[str, Any], path: str) -> None:
         if adj_off and not math.isnan(adj_off[0]):
             ax1.axhline(min(adj_off[0], top), color=c, ls=":", label=f"off, adjudicated, tau={tau:g}")
     ax1.set_xscale("log")
+    ticks = sorted({r["n_scl"] for r in rows if r["n_scl"] != "off"})
+    if ticks:
+        ax1.set_xticks(ticks, [str(t) for t in ticks])
+        ax1.minorticks_off()
     ax1.set_xlabel("n_scl")
     ax1.set_ylabel("(w + l) / d")
     sp = summary["search"]
@@ -272,6 +281,10 @@ def _write_json(path: str, obj: Any) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.replot:
+        plot(json.loads(Path(args.out).read_text()), args.plot)
+        print(f"wrote {args.plot}")
+        return 0
     summary = run(args)
     _write_json(args.out, summary)
     print(f"wrote {args.out}")

@@ -7,9 +7,12 @@ and once with plain PUCT, against either
 
   * `--opponent search:N`: the material evaluator with N-visit PUCT, sampling its moves from its
     root visits with temperature `--opponent_tau` for its first `--opponent_temperature_moves`
-    plies (an imperfect, varied opponent; greedy afterwards), all inside one jitted loop; or
-  * `--opponent stockfish`: Stockfish over UCI (`--stockfish PATH`, `--skill`, `--movetime_ms`), in
-    a host-side loop (FEN in, UCI move out).
+    plies (an imperfect, varied opponent; greedy afterwards); or
+  * `--opponent stockfish`: Stockfish over UCI (`--stockfish PATH`, `--skill`, `--movetime_ms`),
+    game by game (FEN in, UCI move out).
+
+Both run in one host-side loop over plies (`play_fixed_colours`) where each side's jitted `act`
+moves every live game at once.
 
 An odds start comes from a FEN, so White (the giver) always moves first: colours do not alternate.
 Results are from the giver's view. Games cut by `--max_moves` (plies) are draws; with `--adjudicate
@@ -141,69 +144,32 @@ class UciEngine:
 # ---------------------------------------------------------------- games with fixed colours
 
 
-@functools.cache
-def _fixed_colour_play(game: Any, act_white: Any, act_black: Any, num_games: int):
-    """A jitted loop: White's agent moves on even plies, Black's on odd ones, for every game at once."""
-    import jax
-    import jax.numpy as jnp
+def play_fixed_colours(
+    game: Any, white: Any, black: Any, key: Any, num_games: int, movetime_ms: int = 10
+) -> dict[str, Any]:
+    """`num_games` games with `white` (a jittable agent) always White; odds starts have White to move.
 
-    def play(params_w: Any, params_b: Any, key: jax.Array):
-        init_key, key = jax.random.split(key)
-        states = jax.vmap(game.init)(jax.random.split(init_key, num_games))
-        white_id = states.current_player  # every game starts with White to move (a FEN start)
-
-        def cond(carry: tuple) -> jax.Array:
-            ply, _, s, *_ = carry
-            return (ply < game.max_moves) & ~jnp.all(s.terminated)
-
-        def body(carry: tuple) -> tuple:
-            ply, key, s, outcome, length, illegal = carry
-            key, sub = jax.random.split(key)
-            actions = jax.lax.cond(
-                ply % 2 == 0,
-                lambda: act_white(params_w, sub, s).astype(jnp.int32),
-                lambda: act_black(params_b, sub, s).astype(jnp.int32),
-            )
-            live = ~s.terminated
-            illegal = illegal | (live & ~jnp.take_along_axis(s.legal_action_mask, actions[:, None], axis=1)[:, 0])
-            s = jax.vmap(game.step)(s, actions)
-            reward = jnp.take_along_axis(s.rewards, white_id[:, None], axis=1)[:, 0]
-            return ply + 1, key, s, outcome + jnp.where(live, reward, 0.0), length + live, illegal
-
-        zeros = jnp.zeros(num_games, jnp.float32)
-        carry = (jnp.int32(0), key, states, zeros, jnp.zeros(num_games, jnp.int32), jnp.zeros(num_games, bool))
-        _, _, states, outcome, length, illegal = jax.lax.while_loop(cond, body, carry)
-        return states, outcome, length, illegal
-
-    return jax.jit(play)
-
-
-def play_fixed_colours(game: Any, white: Any, black: Any, key: Any, num_games: int) -> dict[str, Any]:
-    """`num_games` games, `white` always White (odds starts have White to move).
+    `black` is another agent or a `UciEngine`. A host-side loop: each agent's `act` is jitted on
+    its own (one compilation per agent, reused across budgets and methods), and plays all live
+    games at once; an engine plays game by game from the FEN. Finished games are stepped with a
+    dummy move, which pgx ignores.
 
     Returns numpy arrays: outcome [N] for White (+1 / 0 / -1), length [N] (plies), terminated [N]
     (False = cut by `game.max_moves`, a draw), illegal [N], and `final` (GameState [N]).
     """
     import jax
-    import numpy as np
-
-    fn = _fixed_colour_play(game, white.act, black.act, int(num_games))
-    states, outcome, length, illegal = fn(white.params, black.params, key)
-    return dict(outcome=np.asarray(outcome), length=np.asarray(length), terminated=np.asarray(states.terminated),
-                illegal=np.asarray(illegal), final=jax.tree.map(np.asarray, states))
-
-
-def play_vs_uci(game: Any, white: Any, engine: UciEngine, key: Any, num_games: int, movetime_ms: int) -> dict[str, Any]:
-    """Host loop: `white` (a jittable agent) on all live games at once, the engine game by game as Black."""
-    import jax
     import jax.numpy as jnp
     import numpy as np
 
     step = _jit_batch_step(game)
-    act = jax.jit(white.act)
+    act_white = _jit_act(white.act)
+    act_black = None if isinstance(black, UciEngine) else _jit_act(black.act)
     init_key, key = jax.random.split(key)
-    states = jax.vmap(game.init)(jax.random.split(init_key, num_games))
+    states = _jit_init(game, num_games)(init_key)
+    if not (np.asarray(states.env._x.color) == 0).all():
+        raise ValueError("odds games must start with White to move")
     white_id = np.asarray(states.current_player)
+    rows = np.arange(num_games)
     outcome = np.zeros(num_games)
     length = np.zeros(num_games, np.int64)
     illegal = np.zeros(num_games, bool)
@@ -211,25 +177,39 @@ def play_vs_uci(game: Any, white: Any, engine: UciEngine, key: Any, num_games: i
         live = ~np.asarray(states.terminated)
         if not live.any():
             break
+        key, sub = jax.random.split(key)
         if ply % 2 == 0:
-            key, sub = jax.random.split(key)
-            actions = np.asarray(act(white.params, sub, states))
+            actions = np.asarray(act_white(white.params, sub, states))
+        elif act_black is not None:
+            actions = np.asarray(act_black(black.params, sub, states))
         else:
             actions = np.zeros(num_games, np.int32)
             for i in np.flatnonzero(live):
                 s = jax.tree.map(lambda x, i=i: x[i], states)
-                move = engine.best_move(game.fen(s), movetime_ms)
+                move = black.best_move(game.fen(s), movetime_ms)
                 if move is None:
                     raise RuntimeError(f"engine has no move in a live game: {game.fen(s)}")
                 actions[i] = game.parse_action(s, move)
-        legal = np.asarray(states.legal_action_mask)[np.arange(num_games), actions]
-        illegal |= live & ~legal
+        illegal |= live & ~np.asarray(states.legal_action_mask)[rows, actions]
         states = step(states, jnp.asarray(actions, jnp.int32))
-        rewards = np.asarray(states.rewards)[np.arange(num_games), white_id]
-        outcome += np.where(live, rewards, 0.0)
+        outcome += np.where(live, np.asarray(states.rewards)[rows, white_id], 0.0)
         length += live
     return dict(outcome=outcome, length=length, terminated=np.asarray(states.terminated), illegal=illegal,
                 final=jax.tree.map(np.asarray, states))
+
+
+@functools.cache
+def _jit_act(act: Any):
+    import jax
+
+    return jax.jit(act)
+
+
+@functools.cache
+def _jit_init(game: Any, num_games: int):
+    import jax
+
+    return jax.jit(lambda key: jax.vmap(game.init)(jax.random.split(key, num_games)))
 
 
 @functools.cache
@@ -269,17 +249,16 @@ def _summary(outcome: Any, n_unfinished: int) -> dict[str, Any]:
     from azjax.arena import elo_from_score, wilson_interval
     from azjax.selfplay_stats import wdl
 
-    w, d, l = wdl(outcome)
-    n = w + d + l
-    score = (w + 0.5 * d) / max(n, 1)
+    wins, draws, losses = wdl(outcome)
+    n = wins + draws + losses
+    score = (wins + 0.5 * draws) / max(n, 1)
     low, high = wilson_interval(score, n)
-    return dict(games=n, wins=w, draws=d, losses=l, unfinished=n_unfinished, score=score, score_low=low,
+    return dict(games=n, wins=wins, draws=draws, losses=losses, unfinished=n_unfinished, score=score, score_low=low,
                 score_high=high, elo=elo_from_score(score))
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import jax
-    import numpy as np
 
     from azjax.cli import enable_compilation_cache
     from azjax.games import make_game
@@ -289,7 +268,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.games < 1:
         raise SystemExit("--games must be >= 1")
-    enable_compilation_cache()
+    if not jax.config.jax_compilation_cache_dir:  # keep a cache the caller (e.g. the tests) set up
+        enable_compilation_cache()
     t_start = time.time()
     game = make_game("chess", start=args.start)
     game = dataclasses.replace(game, max_moves=min(args.max_moves, game.max_moves))
@@ -322,11 +302,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 spec = SearchSpec(kind="puct", num_simulations=budget, dirichlet_fraction=0.0, n_scl=n_scl)
                 giver = temperature_agent(game, evaluate, spec, tau=0.0, name=f"{method}{budget}")
                 t0 = time.time()
-                if engine is None:
-                    res = play_fixed_colours(game, giver, opponent, key, args.games)
-                else:
+                if engine is not None:
                     engine.new_game()
-                    res = play_vs_uci(game, giver, engine, key, args.games, args.movetime_ms)
+                res = play_fixed_colours(game, giver, engine or opponent, key, args.games, args.movetime_ms)
                 unfinished = int((~res["terminated"]).sum())
                 row = dict(budget=budget, method=method, n_scl=n_scl, **_summary(res["outcome"], unfinished),
                            illegal=int(res["illegal"].sum()), mean_length=float(res["length"].mean()))
@@ -337,8 +315,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 row["seconds"] = round(time.time() - t0, 1)
                 rows.append(row)
                 print(_line(row), flush=True)
-                _write_json(args.out, dict(partial=True, command=" ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]),
-                                           results=rows))
+                command = " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv])
+                _write_json(args.out, dict(partial=True, command=command, results=rows))
     finally:
         if engine is not None:
             engine.close()

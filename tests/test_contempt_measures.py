@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -106,6 +107,39 @@ def test_sample_visits_temperature():
     assert (np.asarray(mixed)[:, 0] == 1).all() and len(set(np.asarray(mixed)[:, 1])) > 1
 
 
+def _uniform_evaluator(params, states):
+    del params
+    legal = states.legal_action_mask
+    return jnp.zeros(legal.shape, jnp.float32), jnp.zeros(legal.shape[:1], jnp.float32)
+
+
+def test_temperature_agent_matches_search():
+    """tau = 0 plays the search's most-visited move; n_scl from the params acts like the static n_scl."""
+    from azjax.games import make_game
+    from azjax.search import SearchSpec, root_visit_counts, run_search
+    from azjax.selfplay_stats import selfplay_params, temperature_agent
+
+    game = make_game("connect_four")
+    states = jax.vmap(game.init)(jax.random.split(jax.random.key(0), 4))
+    spec = SearchSpec(kind="puct", num_simulations=24, dirichlet_fraction=0.0)
+    key = jax.random.key(3)
+    search_key, _ = jax.random.split(key)
+    for n_scl in (None, 2):
+        agent = temperature_agent(game, _uniform_evaluator, dataclasses.replace(spec, n_scl=n_scl or 7))
+        if n_scl is None:
+            agent = temperature_agent(game, _uniform_evaluator, spec)
+        else:
+            agent = agent.with_params(selfplay_params(None, n_scl, 0.0))
+        actions = jax.jit(agent.act)(agent.params, key, states)
+        out = run_search(dataclasses.replace(spec, n_scl=n_scl), game, _uniform_evaluator, None, search_key, states)
+        visits = np.asarray(root_visit_counts(out))
+        np.testing.assert_array_equal(np.asarray(actions), visits.argmax(axis=-1))
+    # Contempt agents with different n_scl share one compiled act.
+    a = temperature_agent(game, _uniform_evaluator, dataclasses.replace(spec, n_scl=2))
+    b = temperature_agent(game, _uniform_evaluator, dataclasses.replace(spec, n_scl=5), tau=1.0)
+    assert a.act is b.act and int(b.params.n_scl) == 5 and float(b.params.tau) == 1.0
+
+
 # ---------------------------------------------------------------- material evaluator
 
 
@@ -118,23 +152,23 @@ def _states(fens: list[str]) -> GameState:
 START = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
 NO_WHITE_QUEEN_W = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNB1KBNR w KQkq - 0 1"
 NO_WHITE_QUEEN_B = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNB1KBNR b KQkq - 0 1"
-NO_BLACK_QUEEN_W = "rnb1kbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
-NO_BLACK_QUEEN_B = "rnb1kbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR b KQkq - 0 1"
 SYMMETRIC_B = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/2N5/PPPP1PPP/R1BQKBNR b KQkq - 2 2"
 
 
 @pytest.fixture(scope="module")
 def material_states():
-    return _states([START, NO_WHITE_QUEEN_W, NO_WHITE_QUEEN_B, NO_BLACK_QUEEN_W, NO_BLACK_QUEEN_B, SYMMETRIC_B])
+    # (pgx builds a state from a FEN eagerly, ~2 s each: keep the list short.)
+    return _states([START, NO_WHITE_QUEEN_W, NO_WHITE_QUEEN_B, SYMMETRIC_B])
 
 
 def test_material_signs(material_states):
     evaluate = jax.jit(material_evaluator())
     logits, value = evaluate(None, material_states)
     value = np.asarray(value)
-    np.testing.assert_allclose(value[[0, 5]], 0.0, atol=1e-6)  # symmetric, either side to move
+    np.testing.assert_allclose(value[[0, 3]], 0.0, atol=1e-6)  # symmetric, either side to move
+    # White lacks its queen: White to move sees -tanh(0.2 * 9), Black to move sees +tanh(0.2 * 9).
     queen = math.tanh(0.2 * 9)
-    np.testing.assert_allclose(value[1:5], [-queen, queen, queen, -queen], rtol=1e-5)
+    np.testing.assert_allclose(value[1:3], [-queen, queen], rtol=1e-5)
     assert value[2] > 0.9 and value[1] < -0.9
     legal = np.asarray(material_states.legal_action_mask)
     lg = np.asarray(logits)
@@ -144,7 +178,7 @@ def test_material_signs(material_states):
 
 def test_material_mobility_symmetric(material_states):
     _, value = jax.jit(material_evaluator(mobility=0.05))(None, material_states)
-    np.testing.assert_allclose(np.asarray(value)[[0, 5]], 0.0, atol=1e-6)  # 20 moves each at the start
+    np.testing.assert_allclose(np.asarray(value)[[0, 3]], 0.0, atol=1e-6)  # 20 moves each at the start
 
 
 def test_capture_prior_prefers_captures():
@@ -166,15 +200,17 @@ def test_capture_prior_prefers_captures():
 
 
 def test_adjudicate_by_material(material_states):
-    s = jax.tree.map(lambda x: x[1:5], material_states)
-    outcomes = np.zeros(4)
-    # lengths: even = the first mover (White) is to move in these positions, odd = Black.
-    length = np.array([10, 11, 10, 11])
-    judged = adjudicate_by_material(s, length, np.zeros(4, bool), outcomes, threshold=3)
-    np.testing.assert_array_equal(judged, [-1, -1, 1, 1])
-    kept = adjudicate_by_material(s, length, np.array([True, False, True, False]), np.array([1.0, 0, 0, 0]), 3)
-    np.testing.assert_array_equal(kept, [1, -1, 0, 1])
-    assert (adjudicate_by_material(s, length, np.zeros(4, bool), outcomes, threshold=10) == 0).all()
+    s = jax.tree.map(lambda x: x[1:3], material_states)  # White a queen down; White / Black to move
+    length = np.array([10, 11])  # even: the first mover (White) is to move; odd: Black is
+    judged = adjudicate_by_material(s, length, np.zeros(2, bool), np.zeros(2), threshold=3)
+    np.testing.assert_array_equal(judged, [-1, -1])
+    # Finished games keep their result.
+    np.testing.assert_array_equal(adjudicate_by_material(s, length, np.array([True, False]), np.array([1.0, 0]), 3),
+                                  [1, -1])
+    assert (adjudicate_by_material(s, length, np.zeros(2, bool), np.zeros(2), threshold=10) == 0).all()
+    # The same boards (from the mover's side) with the other side to move: now Black lacks the queen.
+    np.testing.assert_array_equal(adjudicate_by_material(s, np.array([11, 10]), np.zeros(2, bool), np.zeros(2), 3),
+                                  [1, 1])
 
 
 # ---------------------------------------------------------------- scripts end to end
@@ -201,7 +237,7 @@ def test_contempt_sweep_checkpoint_cli(c4_checkpoint, tmp_path):
     cmd = [sys.executable, str(ROOT / "scripts" / "contempt_sweep.py"), "--checkpoint", str(c4_checkpoint),
            "--games", "4", "--sims", "8", "--n_scl", "1", "off", "--temps", "0", "1", "--max_prefix", "10",
            "--out", str(out), "--plot", str(png)]  # fmt: skip
-    env = dict(os.environ, JAX_PLATFORMS="cpu")
+    env = dict(os.environ, JAX_PLATFORMS="cpu", AZJAX_CACHE_DIR=jax.config.jax_compilation_cache_dir or "off")
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads(out.read_text())
@@ -220,13 +256,13 @@ def test_contempt_sweep_chess_material(tmp_path):
     sweep = _script("contempt_sweep")
     out = tmp_path / "sweep.json"
     argv = ["--game", "chess", "--evaluator", "material", "--games", "2", "--sims", "4", "--max_moves", "6",
-            "--settings", "2:0", "off:1", "--adjudicate", "3", "--capture_prior", "1", "--out", str(out),
+            "--settings", "2:0", "2:1", "--adjudicate", "3", "--capture_prior", "1", "--out", str(out),
             "--plot", str(tmp_path / "s.png")]  # fmt: skip
     assert sweep.main(argv) == 0
     summary = json.loads(out.read_text())
     assert summary["max_moves"] == 6 and summary["setup"]["evaluator"] == "material"
     rows = summary["settings"]
-    assert [(r["n_scl"], r["tau"]) for r in rows] == [(2, 0.0), ("off", 1.0)]
+    assert [(r["n_scl"], r["tau"]) for r in rows] == [(2, 0.0), (2, 1.0)]
     for r in rows:
         assert r["unfinished"] == 2 and r["draws"] == 2  # 6 plies: nobody is mated
         assert {"wins", "draws", "losses", "decisive_ratio", "threshold_pawns"} <= set(r["adjudicated"])
@@ -235,14 +271,15 @@ def test_contempt_sweep_chess_material(tmp_path):
 def test_odds_match_search_opponent(tmp_path):
     odds = _script("odds_match")
     out = tmp_path / "odds.json"
-    argv = ["--start", "knight_odds", "--budgets", "4", "--games", "2", "--opponent", "search:2", "--max_moves", "6",
+    argv = ["--start", "knight_odds", "--budgets", "4", "--methods", "puct", "--games", "2", "--opponent", "search:2",
+            "--max_moves", "6",
             "--adjudicate", "2", "--out", str(out)]  # fmt: skip
     assert odds.main(argv) == 0
     summary = json.loads(out.read_text())
     assert {"command", "start_fen", "giver", "opponent", "results", "notes"} <= set(summary)
     assert summary["start_fen"].startswith("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/R1BQKBNR w")
     rows = summary["results"]
-    assert [(r["method"], r["budget"]) for r in rows] == [("contempt", 4), ("puct", 4)]
+    assert [(r["method"], r["budget"], r["n_scl"]) for r in rows] == [("puct", 4, None)]
     for r in rows:
         assert {"games", "wins", "draws", "losses", "score", "score_low", "score_high", "unfinished"} <= set(r)
         assert r["games"] == 2 and r["score_low"] <= r["score"] <= r["score_high"]
@@ -260,9 +297,11 @@ def test_odds_match_stockfish(tmp_path):
         assert engine.best_move("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1", 5) is None  # stalemate: no move
     assert engine.proc.poll() is not None  # closed
     out = tmp_path / "odds_sf.json"
-    argv = ["--start", "queen_odds", "--budgets", "2", "--methods", "puct", "--games", "2", "--opponent", "stockfish",
+    argv = ["--start", "queen_odds", "--budgets", "4", "--methods", "contempt", "--n_scl", "2", "--games", "2",
+            "--opponent", "stockfish",
             "--skill", "0", "--movetime_ms", "5", "--max_moves", "4", "--out", str(out)]  # fmt: skip
     assert odds.main(argv) == 0
     summary = json.loads(out.read_text())
     assert summary["opponent"]["kind"] == "stockfish" and summary["results"][0]["games"] == 2
+    assert summary["results"][0]["n_scl"] == 2
     assert summary["results"][0]["illegal"] == 0

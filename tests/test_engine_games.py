@@ -1,0 +1,167 @@
+"""`azjax arena` end to end on tiny untrained models: JAX agents in batches, `azjax gtp` as a
+subprocess, and complete games against GNU Go (GTP) and Stockfish (UCI) when they are installed."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import chess
+import chess.pgn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sgfmill import sgf
+
+from azjax.checkpoint import save_config, save_params
+from azjax.cli import main
+from azjax.config import Config
+from azjax.games import make_game
+from azjax.network import make_network
+from azjax.records import read_connect_four_record
+
+VISITS = 4
+GNUGO = shutil.which("gnugo") or shutil.which("gnugo", path="/usr/games")
+STOCKFISH = shutil.which("stockfish") or shutil.which("stockfish", path="/usr/games")
+
+
+def random_params(config: Config, game) -> dict:
+    """Random weights of the config's network, shaped by `jax.eval_shape` (an untrained net; no XLA compile)."""
+    rng = np.random.default_rng(1)
+    net = make_network(config, game)
+    shapes = jax.eval_shape(net.init, jax.random.key(1), jnp.zeros((1, *game.observation_shape)))
+
+    def fill(path, x):
+        name = str(path[-1])
+        if "scale" in name:
+            return np.ones(x.shape, x.dtype)
+        if "bias" in name:
+            return np.zeros(x.shape, x.dtype)
+        fan_in = int(np.prod(x.shape[:-1])) or 1
+        return (rng.standard_normal(x.shape) / np.sqrt(fan_in)).astype(x.dtype)
+
+    return jax.tree_util.tree_map_with_path(fill, shapes)
+
+
+def make_model(root: Path, name: str, search: str) -> Path:
+    """An untrained 1x8 model directory."""
+    config = Config(game=name, num_blocks=1, num_channels=8, eval_simulations=VISITS, search=search)
+    save_config(root / name, config)
+    save_params(root / name, random_params(config, make_game(name)))
+    return root / name
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("models")
+    return {name: make_model(root, name, search)
+            for name, search in (("connect_four", "gumbel"), ("go_9x9", "puct"), ("chess", "gumbel"))}
+
+
+# ---------------------------------------------------------------- arena
+
+
+def test_arena_round_robin_jax_agents(models, tmp_path, capsys):
+    c4 = str(models["connect_four"])
+    openings = tmp_path / "openings.txt"
+    openings.write_text("4\n3 3\n")
+    out = tmp_path / "arena"
+    assert main(["arena", f"{c4}:2", "random", f"policy:{c4}", "--games", "4", "--openings", str(openings),
+                 "--out_dir", str(out), "--batch_size", "2"]) == 0
+    text = capsys.readouterr().out
+    assert "agent" in text and "95% CI" in text
+    res = json.loads((out / "results.json").read_text())
+    assert len(res["pairings"]) == 3 and all(p["games"] == 4 for p in res["pairings"])
+    assert set(res["elo"]) == {"connect_four:2", "random", "connect_four:policy"}
+    assert res["elo"]["connect_four:2"]["rating"] == 0.0
+    for e in res["elo"].values():
+        assert e["low"] <= e["rating"] <= e["high"]
+    records = sorted((out / "games").glob("*.txt"))
+    assert len(records) == 12
+    for i, path in enumerate(records):
+        rec = read_connect_four_record(path.read_text())
+        opening = ["4"] if i % 2 == 0 else ["3", "3"]
+        assert rec["moves"][: len(opening)] == opening  # openings cycle: game k uses opening k mod 2
+        assert rec["result"] in ("1-0", "0-1", "1/2-1/2")
+    # a gauntlet with random openings (the same compiled batches as above); then bad specs fail clearly
+    assert main(["arena", f"{c4}:2", "random", f"policy:{c4}", "--games", "2", "--random_opening_plies", "3",
+                 "--gauntlet", "--batch_size", "2", "--out_dir", str(tmp_path / "a2"), "--no_save"]) == 0
+    res = json.loads((tmp_path / "a2" / "results.json").read_text())
+    assert [(p["name_a"], p["name_b"]) for p in res["pairings"]] == [("connect_four:2", "random"),
+                                                                     ("connect_four:2", "connect_four:policy")]
+    assert not (tmp_path / "a2" / "games").exists()
+    capsys.readouterr()
+    assert main(["arena", "random", "mcts:2", "--game", "connect_four", "--games", "3"]) == 2
+    assert "--games must be a positive even number" in capsys.readouterr().err
+    assert main(["arena", "random", "uci:stockfish", "--game", "connect_four", "--games", "2"]) == 2
+    assert "plays chess, not connect_four" in capsys.readouterr().err
+    assert main(["arena", "random", "gtp:/nonexistent/engine", "--game", "go_9x9"]) == 2
+    assert "engine program not found: '/nonexistent/engine'" in capsys.readouterr().err
+    assert main(["arena", "random", "gtp:/bin/false", "--game", "go_9x9", "--games", "2", "--no_save",
+                 "--out_dir", str(tmp_path / "a3")]) == 2
+    assert "exited" in capsys.readouterr().err
+
+
+def test_arena_against_azjax_gtp_subprocess(models, tmp_path):
+    """`azjax gtp` as a real subprocess (stdin/stdout) through the arena's GTP client, on Connect Four."""
+    c4 = str(models["connect_four"])
+    cmd = f"gtp:{sys.executable} -m azjax.cli gtp --checkpoint {c4} --visits 2"
+    out = tmp_path / "arena"
+    assert main(["arena", f"{c4}:2", f"sub={cmd}", "--games", "2", "--out_dir", str(out)]) == 0
+    res = json.loads((out / "results.json").read_text())
+    p = res["pairings"][0]
+    assert p["games"] == 2 and p["illegal"] == 0 and "sub" in res["elo"]
+    # the same deterministic search on both sides: each side wins the game it starts, or both games mirror
+    assert len(list((out / "games").glob("*.txt"))) == 2
+
+
+@pytest.mark.skipif(GNUGO is None, reason="GNU Go is not installed (apt-get install gnugo)")
+def test_game_against_gnugo(models, tmp_path):
+    out = tmp_path / "arena"
+    gnugo = f"gtp:{GNUGO} --mode gtp --level 1 --chinese-rules --capture-all-dead"
+    assert main(["arena", f"{models['go_9x9']}:{VISITS}", f"gnugo={gnugo}", "--games", "2", "--max_plies", "100",
+                 "--out_dir", str(out)]) == 0
+    res = json.loads((out / "results.json").read_text())
+    p = res["pairings"][0]
+    assert p["games"] == 2 and p["illegal"] == 0 and p["wins"] + p["losses"] == 2  # Go has no draws
+    files = sorted((out / "games").glob("*.sgf"))
+    assert len(files) == 2
+    for k, path in enumerate(files):
+        game = sgf.Sgf_game.from_bytes(path.read_bytes())
+        assert game.get_size() == 9 and game.get_komi() == 7.5
+        assert (game.get_player_name("b") == "gnugo") == (k == 1)  # colours alternate
+        result = game.get_root().get("RE")
+        assert result[:2] in ("B+", "W+")
+        moves = [n.get_move() for n in game.get_main_sequence()[1:]]
+        assert 0 < len(moves) <= 100 and moves[0][0] == "b"
+
+
+@pytest.mark.skipif(STOCKFISH is None, reason="Stockfish is not installed (apt-get install stockfish)")
+def test_game_against_stockfish(models, tmp_path):
+    out = tmp_path / "arena"
+    assert main(["arena", f"{models['chess']}:{VISITS}", "sf=uci:stockfish:skill=0,movetime=10", "--games", "2",
+                 "--max_plies", "60", "--out_dir", str(out)]) == 0
+    res = json.loads((out / "results.json").read_text())
+    p = res["pairings"][0]
+    assert p["games"] == 2 and p["illegal"] == 0
+    files = sorted((out / "games").glob("*.pgn"))
+    assert len(files) == 2
+    for k, path in enumerate(files):
+        game = chess.pgn.read_game(io.StringIO(path.read_text()))
+        assert game is not None and not game.errors
+        assert (game.headers["White"] == "sf") == (k == 1)
+        board = game.board()
+        for move in game.mainline_moves():
+            assert move in board.legal_moves
+            board.push(move)
+        plies = board.ply()
+        assert 0 < plies <= 60
+        result = game.headers["Result"]
+        if board.is_checkmate():
+            assert result == ("1-0" if board.turn == chess.BLACK else "0-1")
+        elif plies == 60:
+            assert result == "1/2-1/2"  # adjudicated at the ply cap

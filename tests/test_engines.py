@@ -1,0 +1,312 @@
+"""The engine front ends on tiny untrained models: Engine statistics, GTP and UCI through their
+command sets (in-process streams, malformed input included), `azjax analyze`, `azjax arena`, and
+complete games against GNU Go (GTP) and Stockfish (UCI) when they are installed."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+from pathlib import Path
+
+import chess
+import chess.pgn
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from azjax.checkpoint import save_config, save_params
+from azjax.cli import main
+from azjax.config import Config
+from azjax.engine import Engine, cp_from_q, format_table
+from azjax.games import make_game
+from azjax.gtp import GTPEngine
+from azjax.network import make_network
+from azjax.uci import UCIEngine
+
+VISITS = 4
+
+
+def random_params(config: Config, game) -> dict:
+    """Random weights of the config's network, shaped by `jax.eval_shape` (an untrained net; no XLA compile)."""
+    rng = np.random.default_rng(1)
+    net = make_network(config, game)
+    shapes = jax.eval_shape(net.init, jax.random.key(1), jnp.zeros((1, *game.observation_shape)))
+
+    def fill(path, x):
+        name = str(path[-1])
+        if "scale" in name:
+            return np.ones(x.shape, x.dtype)
+        if "bias" in name:
+            return np.zeros(x.shape, x.dtype)
+        fan_in = int(np.prod(x.shape[:-1])) or 1
+        return (rng.standard_normal(x.shape) / np.sqrt(fan_in)).astype(x.dtype)
+
+    return jax.tree_util.tree_map_with_path(fill, shapes)
+
+
+def make_model(root: Path, name: str, search: str) -> Path:
+    """An untrained 1x8 model directory."""
+    config = Config(game=name, num_blocks=1, num_channels=8, eval_simulations=VISITS, search=search)
+    save_config(root / name, config)
+    save_params(root / name, random_params(config, make_game(name)))
+    return root / name
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> dict[str, Path]:
+    """Untrained 1x8 models: Connect Four (Gumbel), Go 9x9 (PUCT), chess (Gumbel)."""
+    root = tmp_path_factory.mktemp("models")
+    return {name: make_model(root, name, search)
+            for name, search in (("connect_four", "gumbel"), ("go_9x9", "puct"), ("chess", "gumbel"))}
+
+
+def gtp_session(engine: Engine, commands: str) -> list[str]:
+    out = io.StringIO()
+    GTPEngine(engine, io.StringIO(commands), out).run()
+    text = out.getvalue()
+    assert text.endswith("\n\n")
+    return text[:-2].split("\n\n")
+
+
+# ---------------------------------------------------------------- engine statistics
+
+
+def test_cp_formula_reproduces_lc0_table():
+    table = {0.50: 0.00, 0.55: 0.18, 0.60: 0.36, 0.65: 0.57, 0.70: 0.81, 0.75: 1.11, 0.80: 1.52, 0.85: 2.16,
+             0.90: 3.36, 0.95: 6.71, 1.00: 128.00}
+    for winrate, pawns in table.items():
+        assert cp_from_q(2 * winrate - 1) / 100 == pytest.approx(pawns, abs=0.006)
+    assert cp_from_q(-0.3) == pytest.approx(-cp_from_q(0.3))
+
+
+def test_engine_statistics_position_and_undo(models):
+    e = Engine.from_checkpoint(str(models["connect_four"]))
+    assert e.visits == VISITS
+    r = e.search()
+    assert r.visits == VISITS and len(r.stats) == 7
+    assert sum(s.n for s in r.stats) == VISITS
+    assert [s.n for s in r.stats] == sorted((s.n for s in r.stats), reverse=True)
+    assert sum(s.p for s in r.stats) == pytest.approx(1.0, abs=1e-5)
+    best = next(s for s in r.stats if s.move == r.best_move)
+    assert best.n > 0 and r.value == pytest.approx(best.q) and r.pv[0] == r.best_move
+    for s in r.stats:
+        assert (s.v is not None) == (s.n > 0)
+        assert s.q_plus_u == pytest.approx(s.q + s.u)
+        if s.n == 0:
+            assert s.q == pytest.approx(r.root_value)
+    assert r.cp is None
+    lines = format_table(r)
+    assert len(lines) == 8 and "N:" in lines[0] and "(V:  -.----)" in lines[-2] and lines[-1].startswith("node")
+    # position: play, undo, set_position leaves the position unchanged on error
+    e.play("4")
+    move, _ = e.genmove()
+    assert e.moves == ["4", move] and e.to_move() == "b"
+    e.undo()
+    assert e.moves == ["4"] and e.to_move() == "w"
+    with pytest.raises(ValueError, match="not a Connect Four column"):
+        e.set_position(["1", "2", "8"])
+    assert e.moves == ["4"]
+    for _ in range(6):
+        e.play("1")
+    with pytest.raises(ValueError, match="illegal"):
+        e.play("1")
+
+
+def test_visits_for_time():
+    class Fake:
+        visits = 64
+        search_seconds = {(64, 1): 0.64}  # 10 ms a visit
+
+    vft = Engine.visits_for_time
+    assert vft(Fake, None) == 64 and vft(Fake, 1.0) == 64
+    assert vft(Fake, 0.2) == 16 and vft(Fake, 0.001) == 1
+
+
+# ---------------------------------------------------------------- GTP
+
+
+def test_gtp_connect_four_full_command_set(models):
+    e = Engine.from_checkpoint(str(models["connect_four"]))
+    r = gtp_session(e, "\n".join([
+        "protocol_version", "1 name", "2 version", "known_command genmove", "known_command foo", "list_commands",
+        "boardsize 9", "komi 7.5", "final_score", "play b 4", "12 genmove w", "showboard", "play b 9",
+        "play b x", "play w 4", "play x 4", "play b", "undo", "undo", "undo", "lz-analyze", "azjax-analyze w",
+        "time_settings 60 0 0", "time_settings 1", "time_left b 30 0", "time_left b x 0", "clear_board",
+        "genmove b", "foo bar", "7", "\x01\t# only a comment", "quit", "name",
+    ]) + "\n")
+    assert r[0] == "= 2" and r[1] == "=1 azjax" and r[2].startswith("=2 ")
+    assert r[3] == "= true" and r[4] == "= false"
+    assert "genmove" in r[5] and "lz-analyze" in r[5] and "final_score" in r[5]
+    for i in (6, 7, 8):
+        assert r[i].startswith("? ") and "Go only" in r[i]
+    assert r[9] == "="
+    assert r[10].startswith("=12 ") and r[10][4:] in list("1234567")
+    assert r[11].startswith("= \n") or r[11].startswith("=\n")
+    assert "1 2 3 4 5 6 7" in r[11] and "X" in r[11] and "O" in r[11]
+    assert r[12] == "? not a Connect Four column (1-7): '9'"
+    assert r[13].startswith("? not a Connect Four column")
+    assert r[14] == "? not w's turn"
+    assert r[15] == "? invalid color 'x'"
+    assert r[16].startswith("? play needs")
+    assert r[17] == "=" and r[18] == "=" and r[19] == "? cannot undo"
+    info = r[20].split("\n")
+    assert info[0] == "=" and all(line.startswith("info move ") for line in info[1:]) and len(info) > 1
+    assert " visits " in info[1] and " winrate " in info[1] and " prior " in info[1] and " order 0 pv " in info[1]
+    assert r[21] == "? not w's turn"
+    assert r[22] == "=" and r[23].startswith("? time_settings") and r[24] == "=" and r[25].startswith("? ")
+    assert r[26] == "=" and r[27][2:] in list("1234567")
+    assert r[28] == "? unknown command" and r[29] == "?7 empty command"
+    assert r[30] == "=" and len(r) == 31  # quit ends the session; `name` after it is never read
+
+
+def test_gtp_go_commands(models):
+    e = Engine.from_checkpoint(str(models["go_9x9"]))
+    r = gtp_session(e, "\n".join([
+        "boardsize 19", "boardsize 9", "komi 6.5", "play b D4", "play B e5", "play w D4", "play w Z9", "play w I5",
+        "play w pass", "genmove w", "showboard", "final_score", "undo", "komi 0.5", "showboard", "genmove b",
+        "lz-analyze", "komi x", "play b resign", "play w pass", "play b pass", "play w pass", "genmove b",
+        "final_score", "quit",
+    ]) + "\n")
+    assert r[0] == "? unacceptable size" and r[1] == "=" and r[2] == "="
+    assert r[3] == "=" and r[4] == "="  # b E5 out of turn: White passes first
+    assert r[5] == "? illegal move" and r[6].startswith("? not a Go vertex") and r[7].startswith("? not a Go vertex")
+    assert r[8] == "="
+    assert r[9] == "? not w's turn (a pass for the other side would end the game)"
+    assert "komi 6.5, Black to move" in r[10] and r[10].count("X") == 2
+    assert r[11] == "= B+74.5"  # Tromp-Taylor: two black stones own the empty board
+    assert r[12] == "=" and r[13] == "="
+    assert "komi 0.5, White to move" in r[14]
+    assert r[15] == "? not b's turn (a pass for the other side would end the game)" or r[15].startswith("= ")
+    info = r[16].split("\n")
+    assert info[0] == "=" and info[1].startswith("info move ")
+    pv_moves = info[1].split(" pv ")[1].split()
+    assert all(m == "PASS" or m[0] in "ABCDEFGHJ" for m in pv_moves)
+    assert r[17].startswith("? komi is not a number") and r[18] == "? resign is not a move here"
+    # ... then two passes end the game: no more moves, and the final score
+    assert r[-3] == "? the game is over" and r[-2].startswith("= B+") and r[-1] == "="
+    # PUCT statistics: U follows mctx's PUCT constant; the most-visited move is the one played
+    e.reset()
+    r = e.search()
+    n_par = sum(s.n for s in r.stats)
+    assert n_par == VISITS and len(r.stats) == 82
+    c = 1.25 + math.log((n_par + 19652 + 1) / 19652)
+    for s in r.stats:
+        assert s.u == pytest.approx(c * s.p * math.sqrt(n_par) / (1 + s.n), rel=1e-4, abs=1e-7)
+    assert r.best_move == r.stats[0].move and r.stats[0].n == max(s.n for s in r.stats)
+    assert r.stats[0].pv[0] == r.best_move
+
+
+def test_gtp_chess_moves(models):
+    e = Engine.from_checkpoint(str(models["chess"]))
+    r = gtp_session(e, "play w e2e4\ngenmove b\nplay w e7e5\nplay b e7e5\nboardsize 8\nshowboard\nquit\n")
+    assert r[0] == "="
+    board = chess.Board()
+    board.push_uci("e2e4")
+    assert chess.Move.from_uci(r[1][2:]) in board.legal_moves
+    assert r[2] == "? illegal move" and r[3] == "? not b's turn" and "Go only" in r[4]
+    assert "P" in r[5] and r[6] == "="
+
+
+# ---------------------------------------------------------------- UCI
+
+
+def uci_session(engine: Engine, commands: list[str]) -> list[str]:
+    out = io.StringIO()
+    UCIEngine(engine, io.StringIO("\n".join(commands) + "\n"), out).run()
+    return out.getvalue().splitlines()
+
+
+def test_uci_full_command_set(models):
+    e = Engine.from_checkpoint(str(models["chess"]))
+    lines = uci_session(e, [
+        "uci", "isready", "setoption name VerboseMoveStats value true", f"setoption name Visits value {VISITS}",
+        "setoption name NScl value 0", "setoption name Hash value 16", "setoption name Visits value x",
+        "position startpos moves e2e4 e7e5", "go nodes 4",
+        "position startpos moves e2e4 e7e5 g1f3", "go movetime 5000",
+        "position fen rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1 moves e7e5", "d",
+        "go wtime 60000 btime 60000 winc 0 binc 0",
+        "position startpos moves e2e5", "position fen garbage", "position", "go depth", "go sideways", "blah",
+        "setoption name VerboseMoveStats value false",
+        "position startpos", "go infinite", "isready", "stop",
+        "ucinewgame", "position fen 7k/5Q2/6K1/8/8/8/8/8 b - - 0 1", "go nodes 4", "quit", "isready",
+    ])
+    text = "\n".join(lines)
+    assert lines[0] == "id name azjax" and "uciok" in lines
+    assert any(ln.startswith("option name Visits type spin") for ln in lines)
+    assert "info string unknown option Hash" in lines
+    assert "info string error: Visits needs an integer, got 'x'" in lines
+    bestmoves = [ln for ln in lines if ln.startswith("bestmove")]
+    assert len(bestmoves) == 5 and bestmoves[-1] == "bestmove 0000"  # stalemate: no legal move
+    positions = [["e2e4", "e7e5"], ["e2e4", "e7e5", "g1f3"], None, []]
+    for line, moves in zip(bestmoves, positions, strict=False):
+        if moves is None:
+            board = chess.Board("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1")
+            board.push_uci("e7e5")
+        else:
+            board = chess.Board()
+            for m in moves:
+                board.push_uci(m)
+        assert chess.Move.from_uci(line.split()[1]) in board.legal_moves
+    infos = [ln for ln in lines if ln.startswith("info depth")]
+    assert infos and all(" nodes " in ln and " nps " in ln and " score cp " in ln and " pv " in ln for ln in infos)
+    table = [ln for ln in lines if ln.startswith("info string") and "(Q+U:" in ln]
+    assert len(table) >= 3 * 20  # verbose stats for the first three searches (every legal move)
+    first = lines.index(bestmoves[0])
+    assert lines[first - 1].startswith("info string node")
+    counts = [int(ln.split("N:")[1].split()[0]) for ln in lines[first - 21 : first - 1]]
+    assert counts == sorted(counts) and sum(counts) <= VISITS  # lc0's order: most visits last
+    assert "info string fen rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq e6 0 2" in lines
+    assert "info string error: illegal move: 'e2e5'" in lines
+    assert any(ln.startswith("info string error: bad FEN 'garbage'") for ln in lines)
+    assert "info string error: position needs startpos or fen" in lines
+    assert "info string error: go depth needs a number" in lines
+    assert "info string error: unknown go parameter 'sideways'" in lines
+    assert "info string unknown command blah" in lines
+    assert text.count("readyok") == 2  # the `isready` after quit is never read
+    # `go infinite` answered `readyok` while searching, and its bestmove came after `stop`
+    inf = lines.index("readyok", lines.index("readyok") + 1)
+    assert bestmoves[3] in lines[inf:]
+
+
+def test_uci_refuses_other_games(models):
+    with pytest.raises(ValueError, match="UCI is for chess"):
+        UCIEngine(Engine.from_checkpoint(str(models["connect_four"])), io.StringIO(), io.StringIO())
+
+
+# ---------------------------------------------------------------- analyze
+
+
+def test_analyze_single_and_batched(models, tmp_path, capsys):
+    go = str(models["go_9x9"])
+    assert main(["analyze", "--checkpoint", go, "--moves", "D4 E5", "--top", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "b to move; 4 visits" in out and "node" in out and "value " in out and "pv " in out
+    assert len([ln for ln in out.splitlines() if "(Q+U:" in ln]) == 5
+    positions = tmp_path / "pos.txt"
+    positions.write_text("D4 E5\n\nC3, C4\n# comment\nZ9\nD4 D4\npass pass\n")
+    out_file = tmp_path / "out" / "a.jsonl"
+    assert main(["analyze", "--checkpoint", go, "--positions", str(positions), "--out", str(out_file),
+                 "--batch_size", "2"]) == 0
+    assert "searched 3 of 5 positions (2 errors)" in capsys.readouterr().out
+    rows = [json.loads(ln) for ln in out_file.read_text().splitlines()]
+    assert [r["position"] for r in rows] == ["D4 E5", "C3, C4", "Z9", "D4 D4", "pass pass"]
+    assert rows[0]["move"] in rows[0]["visits"] and sum(rows[0]["visits"].values()) == VISITS
+    assert -1 <= rows[0]["value"] <= 1 and "cp" not in rows[0]
+    assert "not a Go vertex" in rows[2]["error"] and "illegal" in rows[3]["error"]
+    assert rows[4]["move"] is None
+    # the batched rows equal single searches of the same positions
+    assert main(["analyze", "--checkpoint", go, "--moves", "C3 C4", "--json"]) == 0
+    single = json.loads(capsys.readouterr().out)
+    assert single["move"] == rows[1]["move"] and single["visits"] == rows[1]["visits"]
+    assert single["value"] == pytest.approx(rows[1]["value"], abs=1e-5)
+    # chess: FEN input and centipawns
+    fen = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
+    assert main(["analyze", "--checkpoint", str(models["chess"]), "--fen", fen, "--moves", "e7e5", "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    assert row["cp"] == pytest.approx(cp_from_q(row["value"]))
+    assert chess.Move.from_uci(row["move"]) in chess.Board("rnbqkbnr/pppp1ppp/8/4p3/4P3/8/PPPP1PPP/RNBQKBNR w KQkq "
+                                                           "e6 0 2").legal_moves
+    assert main(["analyze", "--checkpoint", go, "--fen", fen]) == 2
+    assert "chess only" in capsys.readouterr().err
