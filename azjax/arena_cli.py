@@ -1,7 +1,8 @@
 """`azjax arena`: round robins and gauntlets among checkpoints, baselines and external engines.
 
     azjax arena runs/a:64 runs/b:64 mcts:200 random --games 20 --out_dir results/arena/x
-    azjax arena runs/go9:8 "gtp:/usr/games/gnugo --mode gtp --level 1" --games 10 --gauntlet
+    azjax arena runs/go9:8 "gtp:/usr/games/gnugo --mode gtp --level 1 --chinese-rules --capture-all-dead" \
+        --games 10 --gauntlet
     azjax arena runs/chess:32 "uci:stockfish:skill=0,movetime=10" --games 10 --max_plies 200
 
 Agents:
@@ -21,6 +22,10 @@ K` uniformly random legal moves (drawn once, shared by every pairing) or lines o
 also a FEN, optionally followed by `moves ...`), cycled. Pairings of two JAX agents play all their
 games in one jitted batch (`play_games_from`, the arena's batched loop started from the opening
 positions); a pairing with an external engine plays one game at a time on the host.
+
+Go is scored by Tromp-Taylor area rules on the final board (dead stones are not removed), so GNU Go
+should run with `--chinese-rules --capture-all-dead` (it then captures dead stones before passing).
+Chess games start from the standard position (odds starts: give FEN lines in `--openings`).
 
 `--max_plies` caps a game (counted from the game start, openings included): Go is then scored by
 area (Tromp-Taylor minus komi), chess and Connect Four are adjudicated draws (`unfinished`).

@@ -77,20 +77,25 @@ def bench_game(game: str, config: Config, rounds: int = 3) -> dict[str, Any]:
         state, m = trainer.step(state)
         return m
 
-    # (b) network forward alone at batch b (as many calls as one step's simulations, in one jit)
-    obs = state.actors.state.observation
-    params = state.params
+    # The step donates its input state, so (b) and (c) work on copies taken before it first runs.
+    params = jax.tree.map(jnp.copy, state.params)
+    games = jax.tree.map(jnp.copy, state.actors.state)
+
+    # (b) network forward alone at batch b (as many calls as one step's simulations, in one jit).
+    # Each call's input depends on the previous call's output (`0 * value`, which XLA does not fold
+    # for floats), so no evaluation can be hoisted out of the loop or skipped.
+    obs = games.observation.astype(jnp.float32)
 
     @jax.jit
     def forward_many(params: Any, obs: jax.Array) -> jax.Array:
-        def body(acc: jax.Array, i: jax.Array) -> tuple[jax.Array, None]:
-            logits, value = trainer.net.apply(params, obs + (i * 0).astype(obs.dtype))
-            return acc + value.sum() + logits.sum(), None
-        return jax.lax.scan(body, jnp.float32(0), jnp.arange(moves * (sims + 1)))[0]
+        def body(x: jax.Array, _: None) -> tuple[jax.Array, None]:
+            logits, value = trainer.net.apply(params, x)
+            x = x + (0.0 * (value.sum() + logits.sum()))
+            return x, None
+        return jax.lax.scan(body, obs, None, length=moves * (sims + 1))[0]
 
     # (c) plain loop
     move = plain_loop(trainer)
-    games = state.actors.state
     key = jax.random.key(1)
 
     def run_plain() -> Any:
