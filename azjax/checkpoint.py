@@ -82,15 +82,21 @@ def load_params(path: str | os.PathLike, template: Any) -> Any:
     return serialization.from_state_dict(template, raw)
 
 
-def export_model(src: str | os.PathLike, dest: str | os.PathLike) -> Path:
-    """Copies config and parameters (not the replay or optimizer) into `dest`."""
+def export_model(src: str | os.PathLike, dest: str | os.PathLike, params: Any = None) -> Path:
+    """Copies config and parameters (not the replay or optimizer) into `dest`.
+
+    `params` (e.g. restored from an earlier checkpoint of the run) are written instead of the run's latest.
+    """
     load_config(src)
-    if not (Path(src) / PARAMS_FILE).exists():
+    if params is None and not (Path(src) / PARAMS_FILE).exists():
         raise CheckpointError(f"no {PARAMS_FILE} in {src}")
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    for name in (CONFIG_FILE, PARAMS_FILE):
-        shutil.copyfile(Path(src) / name, dest / name)
+    shutil.copyfile(Path(src) / CONFIG_FILE, dest / CONFIG_FILE)
+    if params is None:
+        shutil.copyfile(Path(src) / PARAMS_FILE, dest / PARAMS_FILE)
+    else:
+        save_params(dest, params)
     return dest
 
 

@@ -258,8 +258,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from azjax.checkpoint import export_model
 
-    dest = export_model(args.run_dir, args.dest)
-    print(f"exported {args.run_dir} -> {dest}")
+    params = None
+    if args.step is not None:
+        from azjax.train import params_at_step
+
+        params = params_at_step(args.run_dir, args.step)
+    dest = export_model(args.run_dir, args.dest, params=params)
+    print(f"exported {args.run_dir}{'' if args.step is None else f' (step {args.step})'} -> {dest}")
     return 0
 
 
@@ -336,6 +341,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="copy a run's config and parameters into a model directory")
     p.add_argument("run_dir")
     p.add_argument("dest")
+    p.add_argument("--step", type=int, default=None,
+                   help="export the parameters of this step's checkpoint (default: the latest parameters)")
     p.set_defaults(func=cmd_export)
 
     for name, help_ in (("gtp", "a GTP engine (Go, and every other game in its notation) on stdin/stdout"),

@@ -266,6 +266,18 @@ def _append_csv(file: Path, columns: list[str], row: dict[str, Any]) -> None:
         w.writerow(row)
 
 
+def params_at_step(run_dir: str | Path, step: int) -> Any:
+    """The network parameters held by the run's orbax checkpoint of loop step `step`."""
+    config = ckpt.load_config(run_dir)
+    checkpointer = ckpt.StateCheckpointer(run_dir)
+    steps = sorted(checkpointer.manager.all_steps())
+    if step not in steps:
+        have = ", ".join(map(str, steps)) or "none"
+        raise ckpt.CheckpointError(f"no checkpoint of step {step} in {run_dir} (checkpoints: {have})")
+    trainer = Trainer(config)
+    return checkpointer.restore(step, trainer.init(config.seed)).params
+
+
 def load_metrics(run_dir: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(metrics rows, eval rows) of a run, values as floats where numeric."""
     def conv(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# Trains Connect Four with the `quick` preset, evaluates the final network (+ its search) over 200
-# games against rollout MCTS with 200 simulations, and commits-ready copies the outputs:
-#   results/connect_four_quick/{curves.png,metrics.csv,eval.csv,config.json,train_log.txt,eval_vs_mcts200.json}
+# Trains Connect Four with the `quick` preset, evaluates the final network (+ its Gumbel search at 64
+# and 256 simulations) over 200 games against rollout MCTS with 200 simulations, and refreshes:
+#   results/connect_four_quick/{config.json,metrics.csv,eval.csv,curves.png,train_log.txt}
+#   results/connect_four_quick/eval_vs_mcts200_sims{64,256}.json
+#   results/connect_four_quick/checkpoint_step200/   (the mid-run parameters, for the arena table)
 #   results/models/connect_four_quick/{config.json,params.msgpack}
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/connect_four_quick_$(date +%Y%m%d_%H%M%S)}
 OUT=results/connect_four_quick
 mkdir -p "$OUT"
-start=$(date +%s)
-azjax train --game connect_four --preset quick --run_dir "$RUN" --no-progress 2>&1 | tee "$OUT/train_log.txt"
-echo "training wall time: $(( $(date +%s) - start )) s" | tee -a "$OUT/train_log.txt"
+( time azjax train --game connect_four --preset quick --run_dir "$RUN" --no-progress ) 2>&1 | tee "$OUT/train_log.txt"
+rm -rf results/models/connect_four_quick "$OUT/checkpoint_step200"
 azjax export "$RUN" results/models/connect_four_quick
-azjax eval results/models/connect_four_quick mcts:200 --games 200 --simulations "${SIMS:-64}" \
-  --out "$OUT/eval_vs_mcts200.json" | tee "$OUT/eval_log.txt"
+azjax export "$RUN" "$OUT/checkpoint_step200" --step 200
+for sims in 64 256; do
+  azjax eval results/models/connect_four_quick mcts:200 --games 200 --simulations "$sims" \
+    --out "$OUT/eval_vs_mcts200_sims$sims.json"
+done
 cp "$RUN"/{curves.png,metrics.csv,eval.csv,config.json} "$OUT/"

@@ -31,6 +31,12 @@ def test_train_eval_export_play(tmp_path, capsys, monkeypatch):
     model = tmp_path / "model"
     assert main(["export", str(run), str(model)]) == 0
     assert sorted(p.name for p in model.iterdir()) == ["config.json", "params.msgpack"]
+    # An earlier checkpoint exports its own parameters; a step without a checkpoint is named in the error.
+    assert main(["export", str(run), str(tmp_path / "model_step2"), "--step", "2"]) == 0
+    assert (tmp_path / "model_step2" / "params.msgpack").read_bytes() == (model / "params.msgpack").read_bytes()
+    assert main(["export", str(run), str(tmp_path / "model_step1"), "--step", "1"]) == 2
+    assert "no checkpoint of step 1" in capsys.readouterr().err
+    assert not (tmp_path / "model_step1").exists()
 
     out = tmp_path / "eval.json"
     assert main(["eval", f"{model}:4", "random", "--games", "4", "--out", str(out)]) == 0

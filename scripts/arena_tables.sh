@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The arena tables committed under results/arena/ (issue 5): Connect Four checkpoints against rollout
+# MCTS at several budgets, and the 9x9 Go model against GNU Go levels. Each writes results.json
+# (pairings, maximum-likelihood Elo with 95% intervals, the command) and the games (text / SGF).
+#   bash scripts/arena_tables.sh [connect_four|go_9x9]...   (default: both)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GNUGO=$(command -v gnugo || echo /usr/games/gnugo)
+tables=("$@"); [ ${#tables[@]} -gt 0 ] || tables=(connect_four go_9x9)
+for table in "${tables[@]}"; do
+  case "$table" in
+  connect_four)
+    # The quick run's final network at two search budgets and its mid-run checkpoint, against UCT with
+    # random playouts at 100-800 simulations; 2 random opening plies so deterministic pairs vary.
+    azjax arena final=results/models/connect_four_quick:64 final=results/models/connect_four_quick:256 \
+      mid=results/connect_four_quick/checkpoint_step200:64 mcts:100 mcts:200 mcts:400 mcts:800 \
+      --games 20 --random_opening_plies 2 --out_dir results/arena/connect_four ;;
+  go_9x9)
+    # The lightly trained 9x9 model (see results/models/go_9x9_quick/README.md) against GNU Go 3.8 at
+    # levels 1 and 10 under the rules pgx scores by (area, positional superko, dead stones captured).
+    azjax arena results/models/go_9x9_quick:64 random \
+      "gnugo-l1=gtp:$GNUGO --mode gtp --level 1 --chinese-rules --capture-all-dead --positional-superko --never-resign" \
+      "gnugo-l10=gtp:$GNUGO --mode gtp --level 10 --chinese-rules --capture-all-dead --positional-superko --never-resign" \
+      --gauntlet --games 10 --out_dir results/arena/go_9x9 ;;
+  *) echo "unknown table $table (connect_four, go_9x9)" >&2; exit 2 ;;
+  esac
+done

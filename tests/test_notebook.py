@@ -1,0 +1,77 @@
+"""The Colab notebook runs top to bottom: executed for real (nbclient + an ipykernel) with the tiny
+training switch, in a temporary directory, and its outputs checked cell by cell."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jax
+import pytest
+
+nbformat = pytest.importorskip("nbformat", reason="needs the dev extra (pip install -e '.[dev]')")
+nbclient = pytest.importorskip("nbclient", reason="needs the dev extra (pip install -e '.[dev]')")
+pytest.importorskip("ipykernel", reason="needs the dev extra (pip install -e '.[dev]')")
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK = ROOT / "notebooks" / "azjax_colab.ipynb"
+
+
+def _cell(nb, cell_id: str):
+    cells = [c for c in nb.cells if c.get("id") == cell_id]
+    assert len(cells) == 1, f"no unique cell {cell_id!r} in {NOTEBOOK.name}"
+    return cells[0]
+
+
+def _stdout(cell) -> str:
+    return "".join(o.get("text", "") for o in cell.outputs if o.output_type == "stream" and o.name == "stdout")
+
+
+def _data(cell, mime: str) -> list[str]:
+    return [o.data[mime] for o in cell.outputs if o.output_type in ("display_data", "execute_result")
+            and mime in o.data]
+
+
+def test_notebook_is_stored_without_outputs():
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    nbformat.validate(nb)
+    dirty = [c.get("id") for c in nb.cells if c.cell_type == "code" and (c.outputs or c.execution_count)]
+    assert not dirty, f"clear the outputs of cells {dirty} before committing the notebook"
+
+
+def test_notebook_runs_top_to_bottom(tmp_path, monkeypatch):
+    nb = nbformat.read(NOTEBOOK, as_version=4)
+    # The kernel inherits this environment: tiny training, no pip install, azjax from this checkout,
+    # and the test session's persistent compilation cache.
+    monkeypatch.setenv("AZJAX_NOTEBOOK_TINY", "1")
+    monkeypatch.setenv("AZJAX_NOTEBOOK_SKIP_INSTALL", "1")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    cache = jax.config.jax_compilation_cache_dir
+    if cache:
+        monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", cache)
+        monkeypatch.setenv("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.5")
+    client = nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
+                                     resources={"metadata": {"path": str(tmp_path)}})
+    try:
+        client.execute()
+    finally:
+        nbformat.write(nb, tmp_path / "executed.ipynb")  # for a look after a failure
+
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    assert all(c.execution_count for c in code), "every code cell runs, the install cell included"
+    assert "AZJAX_NOTEBOOK_SKIP_INSTALL is set" in _stdout(_cell(nb, "install"))
+
+    run_dir = tmp_path / "runs" / "notebook_connect_four_tiny"
+    assert (run_dir / "params.msgpack").is_file()
+    lines = (run_dir / "metrics.csv").read_text().strip().splitlines()
+    assert len(lines) == 1 + 3, "a header and one row per step of the tiny run"
+    assert "finished: True after 3 steps" in _stdout(_cell(nb, "train"))
+
+    assert _data(_cell(nb, "curves"), "image/png"), "the learning-curve figure is shown"
+    for cell_id in ("game", "play"):
+        svgs = _data(_cell(nb, cell_id), "image/svg+xml")
+        assert svgs and "<svg" in svgs[0], f"cell {cell_id!r} draws the board as SVG"
+
+    played = _stdout(_cell(nb, "play"))
+    assert "you play 4" in played
+    assert "azjax plays" in played
