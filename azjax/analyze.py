@@ -92,7 +92,7 @@ def main(args: argparse.Namespace) -> int:
     if engine.is_over:
         print("the game is over")
         return 0
-    print(f"\n{engine.to_move()} to move; {result.visits} visits ({engine.config.search}"
+    print(f"\n{engine.to_move()} to move; {result.visits} visits ({engine.spec().kind}"
           f"{', n_scl=' + str(engine.n_scl) if engine.n_scl else ''}), {result.seconds:.2f}s")
     for line in format_table(result, top=args.top or None):
         print(line)

@@ -167,7 +167,7 @@ def parse_agent(spec: str, game_name: str | None, simulations: int) -> tuple[Are
     if game_name is not None and config.game != game_name:
         raise ValueError(f"{path} plays {config.game}, not {game_name}")
     if search:
-        config = config.replace(search=search)
+        config = config.replace(eval_search=search)
     if n_scl is not None:
         config = config.replace(n_scl=n_scl or None)
     game = base_game(config.game, config.komi)

@@ -123,7 +123,7 @@ def make_agent(spec: str, game_name: str | None, simulations: int, search: str |
         raise ValueError(f"unknown agent {spec!r}: not random, mcts:N, or a checkpoint directory")
     config, params = load_checkpoint(path)
     if search:
-        config = config.replace(search=search)
+        config = config.replace(eval_search=search)
     if n_scl is not None:
         config = config.replace(n_scl=n_scl or None)
     if game_name is not None and game_name != config.game:

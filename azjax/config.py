@@ -25,6 +25,10 @@ class Config:
     compute_dtype: Literal["float32", "bfloat16"] = "float32"
     # search
     search: Literal["gumbel", "puct"] = "gumbel"
+    # The search of the trained network as a player (periodic evaluation, eval, arena, play, engines);
+    # "same" = the self-play search. Gumbel's root is built for learning from few simulations; a player
+    # with a larger budget may do better with PUCT (results/connect_four_quick).
+    eval_search: Literal["same", "gumbel", "puct"] = "same"
     num_simulations: int = 32
     max_num_considered_actions: int = 16  # Gumbel root
     gumbel_scale: float = 1.0

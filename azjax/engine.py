@@ -390,7 +390,7 @@ class Engine(Position):
     def __init__(self, config: Config, params: Any, *, visits: int | None = None, n_scl: int | None = None,
                  search: str | None = None, seed: int = 0):
         if search:
-            config = config.replace(search=search)
+            config = config.replace(eval_search=search)
         if n_scl is not None:
             config = config.replace(n_scl=n_scl or None)
         self.config = config

@@ -47,9 +47,11 @@ class SearchSpec:
 
     @classmethod
     def from_config(cls, config: Config, *, training: bool, num_simulations: int | None = None) -> SearchSpec:
-        """Self-play settings (`training=True`: root noise) or evaluation settings (no noise)."""
+        """Self-play settings (`training=True`: root noise) or evaluation settings (no noise, and the
+        config's `eval_search` kind unless it is "same")."""
+        kind = config.search if training or config.eval_search == "same" else config.eval_search
         return cls(
-            kind=config.search,
+            kind=kind,
             num_simulations=num_simulations or config.num_simulations,
             max_num_considered_actions=config.max_num_considered_actions,
             gumbel_scale=config.gumbel_scale if training else 0.0,

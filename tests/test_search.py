@@ -257,3 +257,12 @@ def test_search_spec_from_config() -> None:
     assert (evaluate.num_simulations, evaluate.dirichlet_fraction, evaluate.gumbel_scale) == (16, 0.0, 0.0)
     assert hash(train) != hash(evaluate)
     _: Any = {train: 1}  # hashable, so jit can take it as a static argument
+
+
+def test_eval_search_changes_only_the_players_search() -> None:
+    config = Config(search="gumbel", eval_search="puct")
+    assert SearchSpec.from_config(config, training=True).kind == "gumbel"  # self-play keeps its search
+    assert SearchSpec.from_config(config, training=False).kind == "puct"
+    assert SearchSpec.from_config(config.replace(eval_search="same"), training=False).kind == "gumbel"
+    with pytest.raises(ValueError, match="eval_search must be one of"):
+        Config(eval_search="alphabeta")
