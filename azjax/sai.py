@@ -34,7 +34,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from azjax.games import GameState
+from azjax.config import Config
+from azjax.games import Game, GameState
 from azjax.search import Evaluator, ParentAwareEvaluator
 
 Array = jax.Array
@@ -311,14 +312,37 @@ class Readout:
 
 
 @functools.cache
-def _jitted_heads(apply_fn: Callable[..., Any]) -> Callable[[Any, GameState], tuple[Array, Array, Array]]:
-    return jax.jit(network_heads(apply_fn))
+def _jitted_heads(config: Config, game: Game) -> Callable[[Any, GameState], tuple[Array, Array, Array]]:
+    from azjax.network import make_network
+
+    return jax.jit(network_heads(make_network(config, game).apply))
 
 
-def readout(apply_fn: Callable[..., Any], params: Any, state: GameState) -> Readout:
-    """The SAI net's sigmoid at one (unbatched) Go position."""
+def readout(config: Config, game: Game, params: Any, state: GameState) -> Readout:
+    """The sigmoid of `config`'s SAI network (parameters `params`) at one unbatched Go position."""
+    if config.value_head != "sai":
+        raise ValueError(f"score read-outs need a SAI network (value_head='sai'), not value_head={config.value_head!r}")
     batch = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
-    _, alpha, beta = jax.device_get(_jitted_heads(apply_fn)(params, batch))
+    _, alpha, beta = jax.device_get(_jitted_heads(config, game)(params, batch))
     return Readout(alpha=float(alpha[0]), beta=float(beta[0]), black=bool(np.asarray(black_to_move(state))),
                    komi=float(state.komi))
+
+
+def readout_lines(r: Readout) -> list[str]:
+    """Human-readable read-out: score estimate, beta, winrate at the game's komi, winrate against komi."""
+    mover = "Black" if r.black else "White"
+
+    def side(lead: float) -> str:
+        return f"{'Black' if lead >= 0 else 'White'} +{abs(lead):.1f}"
+
+    lines = [
+        f"score estimate: {side(r.black_lead)} on the board; {side(r.black_lead - r.komi)} after komi {r.komi:g} "
+        f"(alpha + kbar = {r.score_lead:+.2f} for {mover}, to move)",
+        f"beta {r.beta:.4f} (winrate from 27% to 73% over {2 / r.beta:.1f} points of komi)",
+        f"winrate at komi {r.komi:g}: {mover} {r.winrate():.1%} (Black {r.black_winrate():.1%})",
+        "   komi  Black winrate",
+    ]
+    for k, p in r.komi_table():
+        lines.append(f"{k:7.1f}  {p:8.1%}{'  <- game komi' if k == r.komi else ''}")
+    return lines
 
