@@ -39,7 +39,7 @@ class Config:
     branch_prob: float = 0.025  # C_branch: each position of a finished game starts a branch with this probability
     max_branches: int = 3  # branches per game at most
     sensible_lambda: float = 0.0  # the sensible agent's lambda in [0, 1] (0 = plain winrate)
-    start_queue_size: int = 1024  # start states (SAI branch points) waiting for a free game slot
+    start_queue_size: int = 1024  # start states (SAI branch points) waiting for a free game slot (all devices)
     # self-play and replay
     num_envs: int = 256  # games in flight (over all devices)
     moves_per_step: int = 8  # self-play moves per loop step

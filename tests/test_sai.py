@@ -73,7 +73,8 @@ def test_interval_winrate_matches_numerical_integration(beta: float) -> None:
     big = np.abs(yy) >= 0.3
     a1, b1 = np.abs(aa), np.abs(aa + yy)
     log_sig = lambda t: -np.logaddexp(0.0, -t)  # noqa: E731
-    textbook = 0.5 + (b1 - a1) / (2 * yy) + (log_sig(beta * a1) - log_sig(beta * b1)) / (beta * np.where(big, yy, 1))
+    ys = np.where(big, yy, 1.0)
+    textbook = 0.5 + (b1 - a1) / (2 * ys) + (log_sig(beta * a1) - log_sig(beta * b1)) / (beta * ys)
     np.testing.assert_allclose(got[big], textbook[big], atol=2e-6)
 
 
@@ -397,11 +398,12 @@ def test_sai_loop_trains_with_komi_per_game_and_branches() -> None:
     state = trainer.init(0)
     komi0 = np.asarray(state.actors.state.komi)
     assert len(set(komi0.tolist())) > 1, "new games draw their komi"
-    totals = {"branch_starts": 0, "branches_queued": 0, "games": 0}
-    losses = []
+    totals = {"branch_starts": 0, "branches_queued": 0, "games": 0, "new_games": 0}
+    losses, komi_seen = [], set(komi0.tolist())
     for _ in range(cfg.num_steps):
         state, m = trainer.step(state)
         m = jax.device_get(m)
+        komi_seen |= set(np.asarray(state.actors.state.komi).tolist())
         for key in totals:
             totals[key] += int(m[key])
         if m["sgd_applied"]:
@@ -410,11 +412,12 @@ def test_sai_loop_trains_with_komi_per_game_and_branches() -> None:
     assert losses and np.all(np.isfinite(losses))
     assert totals["games"] > 0 and totals["branches_queued"] > 0
     assert 0 < totals["branch_starts"] <= totals["branches_queued"], totals
-    # Every replay entry keeps its own signed komi; the games in it had different komi.
+    assert len(komi_seen) > 2, komi_seen
+    # Every replay entry keeps its own signed komi: +-komi of its game, the sign by the colour to move.
     replay = state.replay
     filled = np.asarray(replay.game_id) >= 0
     kbar = np.asarray(replay.kbar)[filled]
-    assert np.all(kbar * 2 % 2 == 1) and len(set(np.abs(kbar).tolist())) > 1
+    assert np.all(kbar * 2 % 2 == 1) and (kbar > 0).any() and (kbar < 0).any()
     assert state.starts is not None and int(state.starts.size) <= cfg.start_queue_size
     # The plain loop state has none of this.
     plain = jax.eval_shape(Trainer(preset("go_7x7", **{**SAI_TINY, "value_head": "tanh"})).init, 0)
