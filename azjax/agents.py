@@ -31,8 +31,8 @@ import mctx
 
 from azjax.config import Config
 from azjax.games import Game, GameState
-from azjax.network import make_network
-from azjax.search import Evaluator, SearchSpec, mask_logits, network_evaluator, root_visit_counts, run_search
+from azjax.network import make_evaluator
+from azjax.search import Evaluator, SearchSpec, mask_logits, root_visit_counts, run_search
 
 ActFn = Callable[[Any, jax.Array, GameState], jax.Array]
 
@@ -283,7 +283,7 @@ def search_agent(game: Game, evaluate: Evaluator, spec: SearchSpec, name: str = 
 
 @functools.cache
 def _network_evaluator(config: Config, game: Game) -> Evaluator:
-    return network_evaluator(make_network(config, game).apply)
+    return make_evaluator(config, game)
 
 
 def network_agent(

@@ -3,9 +3,12 @@
     azjax analyze --checkpoint DIR --moves "D4 E5" [--visits N] [--top 20] [--json]
     azjax analyze --checkpoint DIR --fen "FEN" [--moves "e2e4 e7e5"]
     azjax analyze --checkpoint DIR --positions FILE --out FILE.jsonl [--batch_size 64]
+    azjax analyze --game go_7x7 --checkpoint SAI_MODEL --moves "D4 E5" [--komi 7.5]
 
 One position: prints the board, lc0's verbose move statistics (see azjax.engine), the value of
-the player to move (the chosen move's Q) and, for chess, centipawns.
+the player to move (the chosen move's Q) and, for chess, centipawns. A SAI checkpoint
+(value_head="sai", Go) also prints its score read-out: the estimated score lead, beta, the winrate at
+the game's komi and a table of Black's winrate against komi (with --json: a "sai" object).
 
 Many positions (`--positions`): one position per line (moves in the game's notation from the
 start, spaces or commas between them; for chess also a FEN, `FEN moves ...` or `startpos moves
@@ -81,14 +84,26 @@ def main(args: argparse.Namespace) -> int:
         print(f"searched {counts['searched']} of {counts['positions']} positions ({counts['errors']} errors) "
               f"with {engine.visits} visits in {time.perf_counter() - t0:.1f}s; wrote {args.out}")
         return 0
+    if args.game and args.game != engine.config.game:
+        raise ValueError(f"{args.checkpoint} plays {engine.config.game}, not {args.game}")
     if args.fen and not engine.is_chess:
         raise ValueError(f"--fen applies to chess only; this checkpoint plays {engine.game.name}")
     engine.set_position((args.moves or "").replace(",", " ").split(), fen=args.fen, komi=args.komi)
     result = engine.search()
+    readout = None
+    if engine.config.value_head == "sai":
+        from azjax.sai import readout as sai_readout
+
+        readout = sai_readout(engine.config, engine.game, engine.params, engine.state)
     if args.json:
-        print(json.dumps(result_json(" ".join(engine.moves), result) | {"stats": [s.to_dict() for s in result.stats]}))
+        extra = {"stats": [s.to_dict() for s in result.stats]} | ({"sai": readout.to_dict()} if readout else {})
+        print(json.dumps(result_json(" ".join(engine.moves), result) | extra))
         return 0
     print(engine.render())
+    if readout is not None:
+        from azjax.sai import readout_lines
+
+        print("\n" + "\n".join(readout_lines(readout)))
     if engine.is_over:
         print("the game is over")
         return 0
@@ -108,6 +123,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.description = __doc__
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("--checkpoint", required=True, help="run directory or exported model")
+    p.add_argument("--game", default=None, help="the game the checkpoint must play (a check; e.g. go_7x7)")
     p.add_argument("--moves", default=None, help='moves from the start (or from --fen), e.g. "D4 E5"')
     p.add_argument("--fen", default=None, help="chess: the start position")
     p.add_argument("--komi", type=float, default=None, help="Go: komi (default: the checkpoint's)")

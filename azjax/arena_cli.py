@@ -57,9 +57,8 @@ from azjax.arena import Z95, GameRecords, MatchResult, fit_elo, round_robin_resu
 from azjax.engine import Engine, Position, base_game, color_to_move, load_checkpoint, parse_position
 from azjax.external import EngineError, GTPClient, UCIClient, resolve_command
 from azjax.games import STANDARD_FEN, Game, GameState, Go, board_lead_black
-from azjax.network import make_network
+from azjax.network import make_evaluator
 from azjax.records import result_string, write_record
-from azjax.search import network_evaluator
 
 # ---------------------------------------------------------------- agents
 
@@ -173,7 +172,7 @@ def parse_agent(spec: str, game_name: str | None, simulations: int) -> tuple[Are
     game = base_game(config.game, config.komi)
     label = Path(path).name
     if policy:
-        agent = agents.policy_agent(game, network_evaluator(make_network(config, game).apply), params=params)
+        agent = agents.policy_agent(game, make_evaluator(config, game), params=params)
         return ArenaAgent(name=name or f"{label}:policy", spec=spec, kind="jax", agent=agent), config.game
     agent = agents.network_agent(config, game, params, num_simulations=visits)
     label += f":{visits}" + (f":n_scl={n_scl}" if n_scl else "") + (f":{search}" if search else "")

@@ -1,6 +1,7 @@
 """The `azjax` command line: train, eval, play, bench, export.
 
     azjax train --game connect_four --preset quick [--num_simulations 32 ...] [--run_dir DIR]
+    azjax train --game go_7x7 --preset sai      # SAI sigmoid-komi values (or --value_head sai on any Go preset)
     azjax train --resume RUN_DIR
     azjax eval results/models/connect_four_quick mcts:200 --games 200
     azjax play results/models/connect_four_quick
@@ -131,10 +132,9 @@ def make_agent(spec: str, game_name: str | None, simulations: int, search: str |
     game = make_game(config.game, komi=config.komi, start=config.start if config.game == "chess" else None)
     name = f"{Path(path).name}"
     if raw_policy:
-        from azjax.network import make_network
-        from azjax.search import network_evaluator
+        from azjax.network import make_evaluator
 
-        agent = agents.policy_agent(game, network_evaluator(make_network(config, game).apply),
+        agent = agents.policy_agent(game, make_evaluator(config, game),
                                     name=f"{name}:policy", params=params)
         return agent, config.game
     agent = agents.network_agent(config, game, params, num_simulations=sims)
@@ -304,7 +304,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="train a network by self-play")
     p.add_argument("--game", default="connect_four", choices=list(PRESETS))
-    p.add_argument("--preset", default="quick", help="quick (CPU, minutes) or full (one GPU)")
+    p.add_argument("--preset", default="quick", help="quick (CPU, minutes), full (one GPU); go_7x7: also sai")
     p.add_argument("--run_dir", default=None, help="default: runs/GAME_PRESET_TIME")
     p.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue a stopped run")
     p.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")

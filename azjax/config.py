@@ -37,6 +37,13 @@ class Config:
     dirichlet_fraction: float = 0.25
     n_scl: int | None = None  # search-contempt node limit (METHODS.md section 1); None = plain search
     temperature_moves: int = 10  # tau = 1 for the first k moves of each trajectory, then greedy
+    # SAI sigmoid-komi values (METHODS.md section 2; Go only); value_head="tanh" = plain AlphaZero
+    value_head: Literal["tanh", "sai"] = "tanh"
+    sai_official_komi_share: float = 0.0  # share of new games at the official komi (the rest: sigmoid draws)
+    branch_prob: float = 0.025  # C_branch: each position of a finished game starts a branch with this probability
+    max_branches: int = 3  # branches per game at most
+    sensible_lambda: float = 0.0  # the sensible agent's lambda in [0, 1] (0 = plain winrate)
+    start_queue_size: int = 1024  # start states (SAI branch points) waiting for a free game slot (all devices)
     # self-play and replay
     num_envs: int = 256  # games in flight (over all devices)
     moves_per_step: int = 8  # self-play moves per loop step
@@ -73,7 +80,7 @@ class Config:
         positive = ["num_blocks", "num_channels", "num_simulations", "num_envs", "moves_per_step",
                     "replay_size", "batch_size", "num_steps", "log_every", "checkpoint_every",
                     "eval_games", "eval_simulations", "eval_opponent_simulations",
-                    "max_num_considered_actions"]
+                    "max_num_considered_actions", "start_queue_size"]
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -94,6 +101,15 @@ class Config:
             raise ValueError(f"start positions apply to chess only, not {self.game!r} (start={self.start!r})")
         if self.n_scl is not None and self.n_scl < 1:
             raise ValueError(f"n_scl must be >= 1 (or None = off), got {self.n_scl}")
+        if self.value_head == "sai" and not self.game.startswith("go_"):
+            raise ValueError(f"value_head='sai' (sigmoid-komi values) applies to Go only, not {self.game!r}")
+        for name in ("sai_official_komi_share", "branch_prob", "sensible_lambda"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        if self.max_branches < 0:
+            raise ValueError(f"max_branches must be >= 0, got {self.max_branches}")
+        if self.sensible_lambda > 0 and self.value_head != "sai":
+            raise ValueError(f"sensible_lambda={self.sensible_lambda} needs value_head='sai' (the sigmoid heads)")
         if self.dirichlet_alpha <= 0:
             raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
         if not 0 <= self.lr_end_fraction <= 1:
@@ -205,6 +221,11 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "full": dict(num_blocks=6, num_channels=128, num_simulations=128, num_envs=1024,
                      moves_per_step=16, replay_size=1_000_000, min_replay_size=50_000, batch_size=1024,
                      sgd_steps_per_step=8, num_steps=10000, eval_every=1000, compute_dtype="bfloat16"),
+        # SAI sigmoid-komi values on a 2-core CPU in about two hours (~5-6 s a step; scripts/sai_7x7.py).
+        "sai": dict(value_head="sai", num_blocks=3, num_channels=32, num_simulations=16, num_envs=128,
+                    moves_per_step=8, replay_size=65536, min_replay_size=4096, batch_size=256,
+                    sgd_steps_per_step=4, num_steps=1100, temperature_moves=8, eval_every=0,
+                    checkpoint_every=100, branch_prob=0.025, max_branches=3, start_queue_size=1024),
     },
     "go_9x9": {
         "quick": dict(num_blocks=4, num_channels=32, num_simulations=32, num_envs=128,

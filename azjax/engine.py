@@ -55,7 +55,7 @@ from azjax.games import (
     chess_state_from_fen,
     make_game,
 )
-from azjax.search import Evaluator, SearchSpec, network_evaluator, run_search
+from azjax.search import Evaluator, SearchSpec, run_search
 
 PB_C_BASE = 19652.0  # mctx's muzero_policy default
 PV_LENGTH = 16  # maximum principal-variation length read out of a search
@@ -190,9 +190,9 @@ def _jitted_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator):
 
 @functools.cache
 def _evaluator(config: Config, game: Game) -> Evaluator:
-    from azjax.network import make_network
+    from azjax.network import make_evaluator
 
-    return network_evaluator(make_network(config, game).apply)
+    return make_evaluator(config, game)
 
 
 @functools.cache

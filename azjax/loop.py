@@ -15,6 +15,12 @@ One loop step, in AlphaZero's terms:
     repeat sgd_steps_per_step times (once the replay holds min_replay_size finished positions):
         theta <- theta - lr * grad[ CE(pi, p) + (z - v)^2 + c ||theta||^2 ]
 
+With `value_head="sai"` (SAI, METHODS.md section 2; Go) the value is the winrate of the net's sigmoid
+rho(0) = sigmoid(beta (alpha + kbar)), every replay entry keeps its signed komi kbar, new games draw
+their komi from the empty board's sigmoid, and positions of finished games branch (with an even komi)
+into a device-resident start-state queue (`azjax.start_states`) that restarting slots draw from before
+the initial position. With the default `value_head="tanh"` none of this exists in the computation.
+
 The step runs data-parallel under `jax.shard_map` over a 1-D mesh of all devices (across hosts
 after `jax.distributed.initialize()`): games and replay are split along the `data` axis,
 parameters and optimizer state are replicated, gradients are averaged with `pmean` (an XLA
@@ -37,11 +43,13 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from azjax import replay as rb
+from azjax import sai
+from azjax import start_states as ss
 from azjax.augment import augment
 from azjax.config import Config
 from azjax.games import Game, GameState, make_game
-from azjax.network import PolicyValueNet, init_params, make_network
-from azjax.search import SearchSpec, choose_action, network_evaluator, run_search
+from azjax.network import PolicyValueNet, init_params, make_evaluator, make_network
+from azjax.search import SearchSpec, choose_action, run_search
 
 AXIS = "data"
 
@@ -53,12 +61,14 @@ class Actors:
     state: the games. game_id: per-slot counter of games started in that slot.
     first_player: player id who moved first (for the win/draw/loss split).
     trajectory_moves: moves since the trajectory's start (the temperature window counts these).
+    branches: SAI only: the branch points picked so far in each slot's game (None otherwise).
     """
 
     state: GameState
     game_id: jax.Array
     first_player: jax.Array
     trajectory_moves: jax.Array
+    branches: sai.BranchPoints | None = None
 
 
 @struct.dataclass
@@ -70,16 +80,23 @@ class LoopState:
     key: jax.Array
     step: jax.Array  # loop steps done
     moves: jax.Array  # self-play moves done by every slot (decides where the replay writes)
+    starts: ss.StartStates | None = None  # SAI: branch starts waiting for a slot (per device)
 
 
 def loss_fn(apply_fn: Callable, params: Any, obs: jax.Array, policy: jax.Array, value: jax.Array,
-            value_loss_weight: float = 1.0) -> tuple[jax.Array, dict[str, jax.Array]]:
+            value_loss_weight: float = 1.0, kbar: jax.Array | None = None) -> tuple[jax.Array, dict[str, jax.Array]]:
     """AlphaZero's loss: policy cross-entropy + value MSE. The L2 term is applied as AdamW's decoupled
     weight decay (see `make_optimizer`); its size is reported as `l2`.
 
     obs [B, ...], policy [B, A] (target distribution), value [B] (target z).
+    SAI (`kbar` [B] given, `apply_fn` -> (logits, alpha, beta)): the value is v = 2 rho(0) - 1 with
+    rho(0) = sigmoid(beta (alpha + kbar)), so the value loss is (z - (2 rho(0) - 1))^2.
     """
-    logits, v = apply_fn(params, obs)
+    if kbar is None:
+        logits, v = apply_fn(params, obs)
+    else:
+        logits, alpha, beta = apply_fn(params, obs)
+        v = 2.0 * sai.winrate(alpha, beta, kbar) - 1.0
     policy_loss = optax.softmax_cross_entropy(logits, policy).mean()
     value_loss = jnp.mean((v - value) ** 2)
     l2 = sum(jnp.sum(w**2) for w in jax.tree.leaves(params) if w.ndim > 1)
@@ -122,6 +139,7 @@ class LocalSizes:
     num_envs: int
     replay_size: int
     batch_size: int
+    start_queue_size: int = 1
 
 
 def local_sizes(config: Config, num_devices: int) -> LocalSizes:
@@ -132,7 +150,8 @@ def local_sizes(config: Config, num_devices: int) -> LocalSizes:
     replay = (config.replay_size // num_devices) // envs * envs
     if replay < envs:
         raise ValueError(f"replay_size={config.replay_size} is smaller than num_envs={config.num_envs}")
-    return LocalSizes(num_devices, envs, replay, config.batch_size // num_devices)
+    queue = max(1, config.start_queue_size // num_devices)
+    return LocalSizes(num_devices, envs, replay, config.batch_size // num_devices, queue)
 
 
 class Trainer:
@@ -143,7 +162,12 @@ class Trainer:
         self.game: Game = make_game(config.game, komi=config.komi,
                                     start=config.start if config.game == "chess" else None)
         self.net: PolicyValueNet = make_network(config, self.game)
-        self.evaluate = network_evaluator(self.net.apply)
+        self.evaluate = make_evaluator(config, self.game, self.net)
+        self.sai = config.value_head == "sai"
+        if self.sai:
+            self.heads = sai.network_heads(self.net.apply)
+            self.branching = config.branch_prob > 0 and config.max_branches > 0
+            self.max_komi = self.game.size ** 2 + 0.5  # type: ignore[attr-defined]
         self.spec = SearchSpec.from_config(config, training=True)
         self.optimizer = make_optimizer(config)
         devices = list(devices) if devices is not None else jax.devices()
@@ -182,6 +206,7 @@ class Trainer:
             key=P(),
             step=P(),
             moves=P(),
+            starts=jax.tree.map(lambda _: sharded, abstract.starts),
         )
 
     # ----- device-local pieces (run inside shard_map) -----
@@ -203,14 +228,22 @@ class Trainer:
         params = init_params(self.net, self.game, k_params)  # same on every device
         b = self.sizes.num_envs
         games = self._new_games(self._device_key(k_games), b)
+        branches, starts = None, None
+        if self.sai:
+            k_komi = jax.random.fold_in(self._device_key(k_games), 1)
+            games = games.replace(komi=self._new_komi(k_komi, self._empty_board_sigmoid(params), b))
+            if self.branching:
+                branches = sai.init_branch_points(games, self.config.max_branches)
+            starts = ss.init(jax.tree.map(lambda x: x[0], games), self.sizes.start_queue_size)
         actors = Actors(
             state=games,
             game_id=jnp.zeros((b,), jnp.int32),
             first_player=games.current_player,
             trajectory_moves=jnp.zeros((b,), jnp.int32),
+            branches=branches,
         )
         replay = rb.init_replay(self.sizes.replay_size, self.game.observation_shape, self._obs_dtype,
-                                self.game.num_actions)
+                                self.game.num_actions, with_kbar=self.sai)
         return LoopState(
             actors=actors,
             replay=replay,
@@ -219,11 +252,61 @@ class Trainer:
             key=jax.random.key_data(k_loop),
             step=jnp.int32(0),
             moves=jnp.int32(0),
+            starts=starts,
         )
 
-    def _selfplay_move(self, params: Any, carry: tuple[Actors, rb.Replay, jax.Array], key: jax.Array):
-        """Advances every game in flight by one move; returns per-move statistics."""
-        actors, replay, moves = carry
+    # ----- SAI pieces (value_head="sai" only) -----
+
+    def _empty_board_sigmoid(self, params: Any) -> tuple[jax.Array, jax.Array]:
+        """(alpha0, beta0): the net's sigmoid for the empty board, Black to move (alpha0 = Black's lead)."""
+        empty = jax.tree.map(lambda x: x[None], self.game.init(jax.random.key(0)))
+        _, alpha, beta = self.heads(params, empty)
+        return alpha[0], beta[0]
+
+    def _new_komi(self, key: jax.Array, empty_sigmoid: tuple[jax.Array, jax.Array], n: int) -> jax.Array:
+        alpha0, beta0 = empty_sigmoid
+        return sai.new_game_komi(key, alpha0, beta0, (n,), self.game.komi, self.config.sai_official_komi_share,
+                                 self.max_komi)
+
+    def _sai_restarts(self, params: Any, empty_sigmoid: tuple[jax.Array, jax.Array], key: jax.Array,
+                      actors: Actors, ended: jax.Array, starts: ss.StartStates):
+        """The games that restart the `ended` slots: branch starts from the queue first (oldest first),
+        then new games with komi from the empty board's sigmoid. Before that, this move's positions may
+        become branch points, and the branch points of the games that ended join the queue.
+
+        Returns (games [B] for the ended slots, branch points, queue, statistics).
+        """
+        b = self.sizes.num_envs
+        k_branch, k_komi, k_games = jax.random.split(key, 3)
+        branches, stats = actors.branches, {}
+        if self.branching:
+            state = actors.state
+            _, alpha, _ = self.heads(params, state)
+            alpha_black = sai.black_board_lead(alpha, sai.black_to_move(state))
+            branches = sai.record_branch_points(branches, k_branch, state, alpha_black, self.config.branch_prob,
+                                                self.max_komi)
+            points, mask, branches = sai.take_branch_points(branches, ended)
+            starts = ss.push(starts, points, mask)
+            stats["branches_queued"] = mask.sum(dtype=jnp.int32)
+        starts, queued, got = ss.pop(starts, ended)
+        komi = self._new_komi(k_komi, empty_sigmoid, b)
+        fresh = jax.vmap(self.game.init)(jax.random.split(k_games, b), komi)
+        pick = lambda q, f: jnp.where(got.reshape(-1, *([1] * (f.ndim - 1))), q, f)  # noqa: E731
+        games = jax.tree.map(pick, queued, fresh)
+        new = ended & ~got
+        stats.update(branch_starts=got.sum(dtype=jnp.int32), new_games=new.sum(dtype=jnp.int32),
+                     new_game_komi_sum=jnp.where(new, komi, 0.0).sum(),
+                     new_game_komi_sq_sum=jnp.where(new, komi**2, 0.0).sum())
+        return games, branches, starts, stats
+
+    def _selfplay_move(self, params: Any, empty_sigmoid: Any, carry: tuple[Actors, rb.Replay, jax.Array, Any],
+                       key: jax.Array):
+        """Advances every game in flight by one move; returns per-move statistics.
+
+        carry: (actors, replay, moves, start-state queue or None); empty_sigmoid: SAI's (alpha0, beta0)
+        for this step's params, else None.
+        """
+        actors, replay, moves, starts = carry
         k_search, k_act, k_new = jax.random.split(key, 3)
         state = actors.state
         out = run_search(self.spec, self.game, self.evaluate, params, k_search, state)
@@ -231,8 +314,9 @@ class Trainer:
         action = choose_action(self.spec, k_act, out, explore)
 
         ptr = (moves * self.sizes.num_envs) % self.sizes.replay_size
+        kbar = sai.signed_komi(state.komi, sai.black_to_move(state)) if self.sai else None
         replay = rb.write(replay, ptr, state.observation, out.action_weights, state.current_player,
-                          actors.game_id)
+                          actors.game_id, kbar=kbar)
 
         next_state = jax.vmap(self.game.step)(state, action)
         ended = next_state.terminated
@@ -249,25 +333,37 @@ class Trainer:
             "root_value": out.search_tree.node_values[:, 0].mean(),
         }
 
-        # Finished games restart at once.
-        fresh = self._new_games(k_new, self.sizes.num_envs)
+        # Finished games restart at once (SAI: from a queued branch start if there is one).
+        branches = actors.branches
+        if self.sai:
+            fresh, branches, starts, sai_stats = self._sai_restarts(params, empty_sigmoid, k_new, actors, ended,
+                                                                    starts)
+            stats.update(sai_stats)
+        else:
+            fresh = self._new_games(k_new, self.sizes.num_envs)
         restart = lambda new, old: jnp.where(ended.reshape(-1, *([1] * (old.ndim - 1))), new, old)  # noqa: E731
         actors = Actors(
             state=jax.tree.map(restart, fresh, next_state),
             game_id=actors.game_id + ended.astype(jnp.int32),
             first_player=jnp.where(ended, fresh.current_player, actors.first_player),
             trajectory_moves=jnp.where(ended, 0, actors.trajectory_moves + 1),
+            branches=branches,
         )
-        return (actors, replay, moves + 1), stats
+        return (actors, replay, moves + 1, starts), stats
 
     def _sgd_step(self, carry: tuple[Any, Any], key: jax.Array, replay: rb.Replay):
         params, opt_state = carry
         k_sample, k_aug = jax.random.split(key)
-        obs, policy, value = rb.sample(replay, k_sample, self.sizes.batch_size)
+        kbar = None
+        if self.sai:
+            idx = rb.sample_indices(replay, k_sample, self.sizes.batch_size)
+            obs, policy, value, kbar = replay.obs[idx], replay.policy[idx], replay.value[idx], replay.kbar[idx]
+        else:
+            obs, policy, value = rb.sample(replay, k_sample, self.sizes.batch_size)
         if self.config.augment:
             obs, policy = augment(self.game, k_aug, obs, policy)
         grad_fn = jax.grad(functools.partial(loss_fn, self.net.apply), has_aux=True)
-        grads, info = grad_fn(params, obs, policy, value, self.config.value_loss_weight)
+        grads, info = grad_fn(params, obs, policy, value, self.config.value_loss_weight, kbar)
         grads = jax.lax.pmean(grads, AXIS)
         updates, opt_state = self.optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
@@ -280,9 +376,13 @@ class Trainer:
 
         # 1. Self-play.
         move_keys = jax.random.split(self._device_key(k_play), cfg.moves_per_step)
-        (actors, replay, moves), stats = jax.lax.scan(
-            functools.partial(self._selfplay_move, s.params), (s.actors, s.replay, s.moves), move_keys)
+        empty_sigmoid = self._empty_board_sigmoid(s.params) if self.sai else None
+        (actors, replay, moves, starts), stats = jax.lax.scan(
+            functools.partial(self._selfplay_move, s.params, empty_sigmoid), (s.actors, s.replay, s.moves, s.starts),
+            move_keys)
         stats = {k: (v.mean() if k == "root_value" else v.sum()) for k, v in stats.items()}
+        if self.sai:
+            stats["start_queue_size"] = starts.size
 
         # 2. SGD, once the replay holds enough finished positions (on every device).
         num_targets = jax.lax.pmin(replay.has_target.sum(), AXIS)
@@ -312,6 +412,8 @@ class Trainer:
             "sgd_applied": ready,
             "replay_positions": num_targets * self.sizes.num_devices,
         }
+        if self.sai:  # the sigmoid of the empty board (Black to move) before this step's SGD
+            metrics["empty_board_black_lead"], metrics["empty_board_beta"] = empty_sigmoid
         new = LoopState(actors=actors, replay=replay, params=params, opt_state=opt_state,
-                        key=jax.random.key_data(key), step=s.step + 1, moves=moves)
+                        key=jax.random.key_data(key), step=s.step + 1, moves=moves, starts=starts)
         return new, metrics

@@ -6,6 +6,9 @@ Each entry remembers the id of the game it came from (a per-slot counter). When 
 `b` ends, every entry with slot `b` and that game id receives its outcome z (from the view of the
 entry's player to move) and becomes available for sampling. An entry whose game has not ended yet
 is never sampled; one overwritten before its game ended is simply lost.
+
+With SAI values (METHODS.md section 2) each entry also keeps its signed komi kbar (the komi as points
+for the player to move), which the loss needs to form rho(0); a plain replay has no such field.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ class Replay:
 
     obs [N, *obs_shape] (the game's observation dtype), policy [N, A] float32 (search target),
     value [N] float32 (outcome z, valid where has_target), player [N] int32 (player to move),
-    game_id [N] int32 (the game's id within its slot; -1 = empty), has_target [N] bool.
+    game_id [N] int32 (the game's id within its slot; -1 = empty), has_target [N] bool,
+    kbar [N] float32 (SAI only, else None: the signed komi of the entry's player to move).
     """
 
     obs: jax.Array
@@ -30,9 +34,11 @@ class Replay:
     player: jax.Array
     game_id: jax.Array
     has_target: jax.Array
+    kbar: jax.Array | None = None
 
 
-def init_replay(size: int, obs_shape: tuple[int, ...], obs_dtype: jnp.dtype, num_actions: int) -> Replay:
+def init_replay(size: int, obs_shape: tuple[int, ...], obs_dtype: jnp.dtype, num_actions: int,
+                with_kbar: bool = False) -> Replay:
     return Replay(
         obs=jnp.zeros((size, *obs_shape), obs_dtype),
         policy=jnp.zeros((size, num_actions), jnp.float32),
@@ -40,16 +46,19 @@ def init_replay(size: int, obs_shape: tuple[int, ...], obs_dtype: jnp.dtype, num
         player=jnp.zeros((size,), jnp.int32),
         game_id=jnp.full((size,), -1, jnp.int32),
         has_target=jnp.zeros((size,), jnp.bool_),
+        kbar=jnp.zeros((size,), jnp.float32) if with_kbar else None,
     )
 
 
 def write(replay: Replay, ptr: jax.Array, obs: jax.Array, policy: jax.Array, player: jax.Array,
-          game_id: jax.Array) -> Replay:
+          game_id: jax.Array, kbar: jax.Array | None = None) -> Replay:
     """Writes one position for each of the B game slots at entries [ptr, ptr + B).
 
     `ptr` must be a multiple of B (it is `(moves * B) % N` in the loop), so slot b lands on an
-    entry with index % B == b.
+    entry with index % B == b. `kbar` [B] is required exactly when the replay keeps it.
     """
+    if (kbar is None) != (replay.kbar is None):
+        raise ValueError("kbar must be given exactly when the replay stores it (SAI values)")
     def put(buf: jax.Array, x: jax.Array) -> jax.Array:
         start = (ptr,) + (0,) * (buf.ndim - 1)
         return jax.lax.dynamic_update_slice(buf, x.astype(buf.dtype), start)
@@ -62,6 +71,7 @@ def write(replay: Replay, ptr: jax.Array, obs: jax.Array, policy: jax.Array, pla
         player=put(replay.player, player),
         game_id=put(replay.game_id, game_id),
         has_target=put(replay.has_target, jnp.zeros((b,), jnp.bool_)),
+        kbar=None if kbar is None else put(replay.kbar, kbar),
     )
 
 
@@ -83,13 +93,15 @@ def fill_outcomes(replay: Replay, ended: jax.Array, game_id: jax.Array, rewards:
     )
 
 
-def sample(replay: Replay, key: jax.Array, batch_size: int) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """A uniform sample, with replacement, of positions whose outcome is known.
-
-    Returns obs [batch, *obs_shape], policy [batch, A], value [batch]. With no such position yet it
-    samples uniformly from everything (the caller discards that batch).
-    """
+def sample_indices(replay: Replay, key: jax.Array, batch_size: int) -> jax.Array:
+    """int32 [batch]: a uniform sample, with replacement, of entries whose outcome is known. With no
+    such entry yet it samples uniformly from everything (the caller discards that batch)."""
     p = replay.has_target.astype(jnp.float32)
     p = jnp.where(p.sum() > 0, p, 1.0)
-    idx = jax.random.choice(key, p.shape[0], (batch_size,), p=p / p.sum())
+    return jax.random.choice(key, p.shape[0], (batch_size,), p=p / p.sum())
+
+
+def sample(replay: Replay, key: jax.Array, batch_size: int) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """obs [batch, *obs_shape], policy [batch, A], value [batch] of `sample_indices`' entries."""
+    idx = sample_indices(replay, key, batch_size)
     return replay.obs[idx], replay.policy[idx], replay.value[idx]

@@ -10,6 +10,10 @@ functions with AlphaZero's two-player conventions (METHODS.md section 0):
   * discount = -1 (the value flips sign every ply), 0 at terminals, where the value is also 0;
   * illegal actions are masked in the priors and passed to mctx as `invalid_actions`.
 
+An evaluator may also value a node in the light of its parent (SAI's sensible agent): a
+`ParentAwareEvaluator` gives each node a `context` ([B, ...]) that the search keeps in the node's
+embedding next to the game state and hands to the evaluation of its children.
+
 `run_search` then runs PUCT (`muzero_policy`, with root Dirichlet noise for self-play) or the
 Gumbel root (`gumbel_muzero_policy`).
 """
@@ -30,6 +34,25 @@ from azjax.contempt import contempt_gumbel_muzero_policy, contempt_muzero_policy
 from azjax.games import Game, GameState
 
 Evaluator = Callable[[Any, GameState], tuple[jax.Array, jax.Array]]
+
+
+@dataclasses.dataclass(frozen=True)
+class ParentAwareEvaluator:
+    """An evaluator whose value of a node depends on its parent through a per-node `context`.
+
+    root(params, states [B]) -> (logits [B, A], value [B], context [B, ...]): the search root.
+    child(params, states [B], parent_context [B, ...]) -> (logits, value, context): a node reached
+      by one move from a node whose context is `parent_context`.
+    Values are from the view of the player to move at the node, as for `Evaluator`. Called as a plain
+    evaluator it evaluates `states` as roots.
+    """
+
+    root: Callable[[Any, GameState], tuple[jax.Array, jax.Array, Any]]
+    child: Callable[[Any, GameState, Any], tuple[jax.Array, jax.Array, Any]]
+
+    def __call__(self, params: Any, states: GameState) -> tuple[jax.Array, jax.Array]:
+        logits, value, _ = self.root(params, states)
+        return logits, value
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,24 +101,36 @@ def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
 
 
 def root_fn(game: Game, evaluate: Evaluator, params: Any, states: GameState) -> mctx.RootFnOutput:
+    """The root's priors and value; its embedding is `states` (a `ParentAwareEvaluator`: (states, context))."""
     del game
-    logits, value = evaluate(params, states)
+    if isinstance(evaluate, ParentAwareEvaluator):
+        logits, value, context = evaluate.root(params, states)
+        embedding = (states, context)
+    else:
+        logits, value = evaluate(params, states)
+        embedding = states
     return mctx.RootFnOutput(
         prior_logits=mask_logits(logits, states.legal_action_mask),
         value=jnp.where(states.terminated, 0.0, value),
-        embedding=states,
+        embedding=embedding,
     )
 
 
 def make_recurrent_fn(game: Game, evaluate: Evaluator) -> mctx.RecurrentFn:
     """mctx's recurrent function for a real two-player game (the 'model' is the game itself)."""
 
-    def recurrent_fn(params: Any, key: jax.Array, action: jax.Array, states: GameState):
+    parent_aware = isinstance(evaluate, ParentAwareEvaluator)
+
+    def recurrent_fn(params: Any, key: jax.Array, action: jax.Array, embedding: Any):
         del key
+        states, parent_context = embedding if parent_aware else (embedding, None)
         mover = states.current_player
         was_terminal = states.terminated
         states = jax.vmap(game.step)(states, action)
-        logits, value = evaluate(params, states)
+        if parent_aware:
+            logits, value, context = evaluate.child(params, states, parent_context)
+        else:
+            logits, value = evaluate(params, states)
         reward = jnp.take_along_axis(states.rewards, mover[:, None], axis=1)[:, 0]
         done = states.terminated | was_terminal
         output = mctx.RecurrentFnOutput(
@@ -104,7 +139,7 @@ def make_recurrent_fn(game: Game, evaluate: Evaluator) -> mctx.RecurrentFn:
             prior_logits=mask_logits(logits, states.legal_action_mask),
             value=jnp.where(done, 0.0, value),
         )
-        return output, states
+        return output, ((states, context) if parent_aware else states)
 
     return recurrent_fn
 
@@ -112,7 +147,7 @@ def make_recurrent_fn(game: Game, evaluate: Evaluator) -> mctx.RecurrentFn:
 def run_search(
     spec: SearchSpec,
     game: Game,
-    evaluate: Evaluator,
+    evaluate: Evaluator | ParentAwareEvaluator,
     params: Any,
     key: jax.Array,
     states: GameState,

@@ -32,9 +32,18 @@ METRIC_COLUMNS = [
     "loss", "policy_loss", "value_loss", "l2", "policy_target_entropy", "root_value", "replay_positions",
     "sgd_applied",
 ]
+# SAI runs (value_head="sai") add: the empty board's sigmoid (Black's expected board lead and beta) before the
+# step's SGD, and the step's game starts (from the branch queue or new, with the new games' komi).
+SAI_COLUMNS = ["empty_board_black_lead", "empty_board_beta", "branch_starts", "branches_queued", "new_games",
+               "new_game_komi_mean", "new_game_komi_std", "start_queue_size"]
 TIMING_COLUMNS = ["time_s", "step_s", "games_per_s", "positions_per_s", "sims_per_s"]
 EVAL_COLUMNS = ["step", "time_s", "opponent", "games", "wins", "draws", "losses", "score", "score_low",
                 "score_high", "elo", "elo_low", "elo_high"]
+
+
+def metric_columns(config: Config) -> list[str]:
+    """The loop's columns of metrics.csv for `config` (without the timing columns)."""
+    return METRIC_COLUMNS + (SAI_COLUMNS if config.value_head == "sai" else [])
 
 
 @dataclass
@@ -42,6 +51,7 @@ class RunLog:
     """metrics.csv, eval.csv and TensorBoard for one run directory."""
 
     run_dir: Path
+    columns: list[str] = field(default_factory=lambda: list(METRIC_COLUMNS))
     rows: list[dict[str, Any]] = field(default_factory=list)
     evals: list[dict[str, Any]] = field(default_factory=list)
 
@@ -54,7 +64,7 @@ class RunLog:
         """Forgets rows after `step` (written after the checkpoint a resume starts from)."""
         self.rows = [r for r in self.rows if int(float(r["step"])) <= step]
         self.evals = [r for r in self.evals if int(float(r["step"])) <= step]
-        _write_csv(self.run_dir / "metrics.csv", METRIC_COLUMNS + TIMING_COLUMNS, self.rows)
+        _write_csv(self.run_dir / "metrics.csv", self.columns + TIMING_COLUMNS, self.rows)
         _write_csv(self.run_dir / "eval.csv", EVAL_COLUMNS, self.evals)
 
     def tb(self) -> Any:
@@ -66,7 +76,7 @@ class RunLog:
 
     def add(self, row: dict[str, Any]) -> None:
         self.rows.append(row)
-        _append_csv(self.run_dir / "metrics.csv", METRIC_COLUMNS + TIMING_COLUMNS, row)
+        _append_csv(self.run_dir / "metrics.csv", self.columns + TIMING_COLUMNS, row)
         for k, v in row.items():
             if k != "step" and isinstance(v, float) and math.isfinite(v):
                 self.tb().add_scalar(f"train/{k}", v, int(row["step"]))
@@ -84,7 +94,7 @@ class RunLog:
 def step_row(config: Config, step: int, moves: int, m: dict[str, Any]) -> dict[str, Any]:
     """The deterministic part of one metrics row from the loop's metrics dict."""
     games = int(m["games"])
-    return {
+    row = {
         "step": step,
         "moves": moves,
         "games": games,
@@ -97,6 +107,16 @@ def step_row(config: Config, step: int, moves: int, m: dict[str, Any]) -> dict[s
         "replay_positions": int(m["replay_positions"]),
         "sgd_applied": int(bool(m["sgd_applied"])),
     }
+    if config.value_head == "sai":
+        new = int(m["new_games"])
+        mean = float(m["new_game_komi_sum"]) / new if new else float("nan")
+        var = float(m["new_game_komi_sq_sum"]) / new - mean**2 if new else float("nan")
+        row.update(empty_board_black_lead=float(m["empty_board_black_lead"]),
+                   empty_board_beta=float(m["empty_board_beta"]), branch_starts=int(m["branch_starts"]),
+                   branches_queued=int(m.get("branches_queued", 0)), new_games=new, new_game_komi_mean=mean,
+                   new_game_komi_std=math.sqrt(max(var, 0.0)) if new else float("nan"),
+                   start_queue_size=int(m["start_queue_size"]))
+    return row
 
 
 def evaluate(config: Config, trainer: Trainer, params: Any, step: int) -> dict[str, Any]:
@@ -112,7 +132,7 @@ def evaluate(config: Config, trainer: Trainer, params: Any, step: int) -> dict[s
 
 
 def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, progress: bool = True,
-          stop_after: int | None = None) -> dict[str, Any]:
+          stop_after: int | None = None, time_budget_s: float | None = None) -> dict[str, Any]:
     """Trains until `config.num_steps` loop steps (or `stop_after` more steps) are done.
 
     Args:
@@ -121,6 +141,8 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
       resume: continue from the latest checkpoint in `run_dir`.
       progress: show a progress bar.
       stop_after: stop (with a checkpoint) after this many steps, as if killed; for tests.
+      time_budget_s: stop (with a checkpoint) once this call has run this many seconds (the step under
+        way finishes first); the run can be resumed.
     """
     run_dir = Path(run_dir)
     if resume:
@@ -144,7 +166,7 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
           f"[{jax.devices()[0].platform}]\n{config.describe()}", flush=True)
     trainer = Trainer(config)
     checkpointer = ckpt.StateCheckpointer(run_dir)
-    log = RunLog(run_dir)
+    log = RunLog(run_dir, columns=metric_columns(config))
     state = trainer.init(config.seed)
     start = 0
     if resume:
@@ -173,6 +195,9 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
     step = start
     try:
         while step < end and not interrupted:
+            if time_budget_s is not None and time.perf_counter() - t_run >= time_budget_s:
+                interrupted = True
+                break
             t0 = time.perf_counter()
             state, metrics = trainer.step(state)
             metrics = jax.device_get(metrics)

@@ -1,0 +1,135 @@
+"""Train 7x7 SAI (sigmoid-komi values, METHODS.md section 2) on the CPU and follow the empty-board score estimate.
+
+    python scripts/sai_7x7.py [--minutes 120] [--steps N] [--run_dir runs/sai_7x7] [--out results/sai_7x7.json]
+                              [--plot results/sai_7x7.png] [--model_dir results/models/go_7x7_sai] [--resume]
+                              [any config field, e.g. --num_envs 64 --sensible_lambda 0]
+
+Trains with the go_7x7 `sai` preset (value_head="sai"; every config field can be overridden as in
+`azjax train`) until `--steps` loop steps are done or `--minutes` of wall time have passed (a stopped run
+continues with `--resume`). The loop logs, before each step's SGD, the net's sigmoid for the empty
+board with Black to move: alpha0, Black's expected lead on the board (perfect play on 7x7: Black +9).
+
+Writes:
+  --out        JSON: `empty_board_black_lead` ([seconds, estimate] per loop step), `final_empty_board_black_lead`
+               (the trained net's estimate), its beta and Black's winrate at komi 9.5, the run's size and config;
+  --plot       PNG of the estimate against training time (the line at +9 is the perfect-play result);
+  --model_dir  the exported model (config.json + params.msgpack), usable by `azjax analyze/gtp/eval`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+PERFECT_PLAY_BLACK_LEAD = 9.0  # 7x7 Go: Black wins by 9 on the board with perfect play
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    from azjax.cli import _config_flags
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--minutes", type=float, default=120.0, help="wall-time budget of the training (default 120)")
+    p.add_argument("--steps", type=int, default=None, help="loop steps (default: the preset's num_steps)")
+    p.add_argument("--run_dir", default="runs/sai_7x7", help="run directory (checkpoints, metrics.csv)")
+    p.add_argument("--out", default="results/sai_7x7.json")
+    p.add_argument("--plot", default="results/sai_7x7.png")
+    p.add_argument("--model_dir", default="results/models/go_7x7_sai")
+    p.add_argument("--resume", action="store_true", help="continue the run in --run_dir")
+    _config_flags(p)
+    return p.parse_args(argv)
+
+
+def empty_board_estimate(config: Any, params: Any) -> Any:
+    """The SAI read-out of the empty board (Black to move, the config's komi)."""
+    import jax
+
+    from azjax import sai
+    from azjax.games import make_game
+
+    game = make_game(config.game, komi=config.komi)
+    return sai.readout(config, game, params, game.init(jax.random.key(0)))
+
+
+def plot(pairs: list[list[float]], file: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot([t / 60 for t, _ in pairs], [v for _, v in pairs], lw=1.2, label="empty board: Black's expected board lead")
+    ax.axhline(PERFECT_PLAY_BLACK_LEAD, color="k", ls="--", lw=0.8, label="perfect play (Black +9)")
+    ax.set_xlabel("training time (minutes)")
+    ax.set_ylabel("alpha0 (points)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    file.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(file, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from azjax import checkpoint as ckpt
+    from azjax.cli import _overrides, enable_compilation_cache, load_checkpoint
+    from azjax.config import preset
+    from azjax.train import load_metrics, train
+
+    enable_compilation_cache()
+    overrides = _overrides(args)
+    if overrides.get("value_head", "sai") != "sai":
+        raise SystemExit("sai_7x7.py trains SAI networks: value_head must stay 'sai'")
+    if args.steps is not None:
+        overrides["num_steps"] = args.steps
+    run_dir = Path(args.run_dir)
+    t0 = time.perf_counter()
+    if args.resume:
+        config = ckpt.load_config(run_dir).replace(**overrides) if overrides else None
+        summary = train(config, run_dir, resume=True, progress=False, time_budget_s=args.minutes * 60)
+    else:
+        config = preset("go_7x7", "sai", **overrides)
+        summary = train(config, run_dir, progress=False, time_budget_s=args.minutes * 60)
+    seconds = time.perf_counter() - t0
+
+    rows, _ = load_metrics(run_dir)
+    pairs = [[float(r["time_s"]), float(r["empty_board_black_lead"])] for r in rows
+             if math.isfinite(float(r["empty_board_black_lead"]))]
+    config, params = load_checkpoint(str(run_dir))
+    final = empty_board_estimate(config, params)
+    model = ckpt.export_model(run_dir, args.model_dir)
+
+    games = int(sum(float(r["games"]) for r in rows))
+    result = {
+        "empty_board_black_lead": pairs,
+        "final_empty_board_black_lead": final.black_lead,
+        "final_empty_board_beta": final.beta,
+        "final_black_winrate_at_official_komi": final.black_winrate(),
+        "official_komi": final.komi,
+        "perfect_play_black_lead": PERFECT_PLAY_BLACK_LEAD,
+        "steps": int(summary["step"]),
+        "finished": bool(summary["finished"]),
+        "games": games,
+        "branch_starts": int(sum(float(r["branch_starts"]) for r in rows)),
+        "training_seconds": pairs[-1][0] if pairs else 0.0,
+        "wall_seconds": round(seconds, 1),
+        "run_dir": str(run_dir),
+        "model_dir": str(model),
+        "config": config.to_dict(),
+        "command": "python " + " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])]),
+    }
+    ckpt.write_json(args.out, result)
+    plot(pairs, Path(args.plot), f"7x7 SAI: empty-board score estimate ({summary['step']} steps, {games} games)")
+    print(f"empty board: Black {final.black_lead:+.2f} on the board (beta {final.beta:.3f}, Black wins "
+          f"{final.black_winrate():.1%} at komi {final.komi:g}) after {summary['step']} steps, {games} games; "
+          f"wrote {args.out}, {args.plot}, {model}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

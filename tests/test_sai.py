@@ -1,0 +1,471 @@
+"""SAI sigmoid-komi values (METHODS.md section 2): the interval average mu against numerical integration,
+lambda = 0 against the plain winrate, per-game komi scoring (hand count, GNU Go), the komi distribution of
+new games, the branching rule, the start-state queue, the sensible agent's preference for a larger
+winning margin through the real search, and the loop, CLI and script end to end on tiny configs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import integrate, stats
+
+from azjax import sai
+from azjax import start_states as ss
+from azjax.config import Config, preset
+from azjax.games import Game, GameState, board_lead_black, make_game
+from azjax.search import ParentAwareEvaluator, SearchSpec, run_search
+
+GNUGO = "/usr/games/gnugo"
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def go7() -> Game:
+    return make_game("go_7x7")
+
+
+@pytest.fixture(scope="module")
+def go7_step(go7: Game):
+    return jax.jit(jax.vmap(go7.step))
+
+
+def _play(game: Game, step, states: GameState, moves: list[str]) -> GameState:
+    """Plays the same moves (GTP notation) in every game of the batch."""
+    for text in moves:
+        action = game.parse_action(jax.tree.map(lambda v: v[0], states), text)
+        states = step(states, jnp.full(states.komi.shape, action, jnp.int32))
+    return states
+
+
+# ---------------------------------------------------------------- the sigmoid and mu
+
+
+def _mu_numeric(a: float, beta: float, y: float) -> float:
+    if y == 0:
+        return 1.0 / (1.0 + math.exp(-beta * a))
+    f = lambda x: 1.0 / (1.0 + math.exp(-beta * (a + x)))  # noqa: E731
+    value, _ = integrate.quad(f, min(0.0, y), max(0.0, y), epsabs=1e-12, epsrel=1e-12, limit=200)
+    return value / abs(y)
+
+
+@pytest.mark.parametrize("beta", [0.05, 0.2, 1.0, 4.0])
+def test_interval_winrate_matches_numerical_integration(beta: float) -> None:
+    a = np.array([-30.0, -9.5, -2.0, -0.3, 0.0, 0.4, 1.5, 7.0, 25.0])
+    y = np.array([-40.0, -12.0, -3.0, -1.0, -0.05, -2e-3, -9e-4, -1e-6, 0.0, 1e-6, 5e-4, 1.5e-3, 0.3, 2.0, 9.5, 33.0])
+    aa, yy = np.meshgrid(a, y, indexing="ij")
+    got = np.asarray(sai.interval_winrate(jnp.float32(aa), jnp.float32(beta), jnp.float32(yy)))
+    want = np.vectorize(lambda a_, y_: _mu_numeric(a_, beta, y_))(aa, yy)
+    # |y| >= 1e-3: the closed form itself (float32). |y| < 1e-3: mu is rho(0), off from the integral by at
+    # most max|rho'| |y| / 2 = beta |y| / 8.
+    tol = np.where(np.abs(yy) < sai.SMALL_INTERVAL, beta * np.abs(yy) / 8 + 1e-6, 2e-6)
+    assert np.all(np.abs(got - want) <= tol), np.max(np.abs(got - want) - tol)
+    # The textbook closed form (float64) agrees too, where it does not cancel.
+    big = np.abs(yy) >= 0.3
+    a1, b1 = np.abs(aa), np.abs(aa + yy)
+    log_sig = lambda t: -np.logaddexp(0.0, -t)  # noqa: E731
+    ys = np.where(big, yy, 1.0)
+    textbook = 0.5 + (b1 - a1) / (2 * ys) + (log_sig(beta * a1) - log_sig(beta * b1)) / (beta * ys)
+    np.testing.assert_allclose(got[big], textbook[big], atol=2e-6)
+
+
+def test_sigmoid_conventions() -> None:
+    # kbar: +komi for White to move, -komi for Black; rho(x) = sigmoid(beta (alpha + kbar + x)).
+    np.testing.assert_array_equal(sai.signed_komi(jnp.float32([9.5, 9.5]), jnp.array([True, False])), [-9.5, 9.5])
+    np.testing.assert_allclose(sai.winrate(jnp.float32(12.0), jnp.float32(0.5), jnp.float32(-9.5)),
+                               1 / (1 + math.exp(-0.5 * 2.5)), rtol=1e-6)
+    np.testing.assert_allclose(sai.winrate(12.0, 0.5, -9.5, x=-2.5), 0.5)
+    assert float(sai.score_lead(jnp.float32(12.0), jnp.float32(-9.5))) == 2.5
+    np.testing.assert_array_equal(sai.black_board_lead(jnp.float32([3.0, 3.0]), jnp.array([True, False])), [3, -3])
+    assert sai.beta_scale(49) == pytest.approx(10 / 49)
+
+
+def test_lambda_zero_is_the_plain_winrate() -> None:
+    alpha = jnp.float32([-20.0, -3.0, 0.0, 2.5, 14.0])
+    beta = jnp.float32([0.1, 0.5, 1.0, 2.0, 8.0])
+    kbar = jnp.float32([9.5, -9.5, 0.5, -7.5, 9.5])
+    np.testing.assert_array_equal(sai.sensible_bonus(alpha, beta, kbar, 0.0), 0.0)
+    rho = sai.winrate(alpha, beta, kbar)
+    np.testing.assert_array_equal(sai.interval_winrate(alpha + kbar, beta, jnp.zeros(5)), rho)
+    # lambda > 0 moves the target winrate towards 1/2: xbar is a handicap for the side ahead.
+    xbar = sai.sensible_bonus(alpha, beta, kbar, 0.5)
+    lead = np.asarray(alpha + kbar)
+    assert np.all(np.sign(np.asarray(xbar))[lead != 0] == -np.sign(lead[lead != 0]))
+    pi = sai.winrate(alpha, beta, kbar, x=xbar)
+    np.testing.assert_allclose(pi, 0.5 * np.asarray(rho) + 0.25, atol=1e-5)
+    # lambda = 1: the bonus that makes the game even.
+    np.testing.assert_allclose(sai.sensible_bonus(alpha, beta, kbar, 1.0), -(alpha + kbar), atol=1e-5)
+
+
+# ---------------------------------------------------------------- the sensible agent in the search
+
+
+A_VERTEX, B_VERTEX = "C3", "E5"  # the two winning moves of the constructed position
+
+
+def _margin_heads(a_action: int, b_action: int):
+    """Hand-made heads for a position where Black, to move, wins whatever it plays: Black's board lead is 22,
+    or 30 once Black holds A (the bigger win); beta = 2. With komi 9.5 both win for certain in float32
+    (sigmoid(2 * 12.5) = 1). Priors: A logit 0, B logit `params["b_prior"]`, every other move -30."""
+
+    def heads(params, states):
+        logits = jnp.full(states.legal_action_mask.shape, -30.0)
+        logits = logits.at[:, a_action].set(0.0).at[:, b_action].set(params["b_prior"])
+        stone_a = states.env._x.board[:, a_action] > 0  # pgx: Black stones are positive
+        black_lead = jnp.where(stone_a, 30.0, 22.0)
+        alpha = sai.black_board_lead(black_lead, sai.black_to_move(states))  # the player to move's lead
+        return logits, alpha, jnp.full(alpha.shape, 2.0)
+
+    return heads
+
+
+@pytest.fixture(scope="module")
+def margin_search(go7: Game):
+    start = go7.init(jax.random.key(0))
+    a_action, b_action = go7.parse_action(start, A_VERTEX), go7.parse_action(start, B_VERTEX)
+    heads = _margin_heads(a_action, b_action)
+    spec = SearchSpec(kind="puct", num_simulations=48, dirichlet_fraction=0.0)
+    evaluators = {lam: sai.sensible_evaluator(heads, lam) for lam in (0.0, 0.5)}
+    evaluators["plain"] = sai.winrate_evaluator(heads)
+    searches = {name: jax.jit(lambda params, key, states, e=e: run_search(spec, go7, e, params, key, states))
+                for name, e in evaluators.items()}
+    return a_action, b_action, searches
+
+
+def test_sensible_agent_prefers_the_larger_winning_margin(go7: Game, margin_search) -> None:
+    a_action, b_action, searches = margin_search
+    roots = jax.vmap(lambda k: go7.init(k, 9.5))(jax.random.split(jax.random.key(0), 2))
+    params = {"b_prior": jnp.float32(1.0)}
+    q = {}
+    visits = {}
+    for name, fn in searches.items():
+        out = fn(params, jax.random.key(1), roots)
+        tree = out.search_tree
+        q[name] = np.asarray(tree.qvalues(jnp.zeros(2, jnp.int32)))[0]
+        visits[name] = np.asarray(tree.summary().visit_counts)[0]
+    # lambda = 0 through the parent-aware path is the plain winrate search.
+    np.testing.assert_array_equal(visits[0.0], visits["plain"])
+    np.testing.assert_allclose(q[0.0], q["plain"], atol=1e-6)
+    # Plain winrates cannot tell the two wins apart (both 1 in float32); the prior favours B.
+    assert q[0.0][a_action] == q[0.0][b_action] == 1.0
+    assert visits[0.0][b_action] > visits[0.0][a_action]
+    # With lambda > 0 Black, ahead, values the bigger win higher and searches it most.
+    assert q[0.5][a_action] > q[0.5][b_action]
+    assert np.argmax(visits[0.5]) == a_action, visits[0.5][[a_action, b_action]]
+
+
+def test_sensible_child_value_by_hand(go7: Game) -> None:
+    """One child evaluation against mu computed from the formulas: Black to move at the parent, White at the child."""
+    lam, beta = 0.4, 0.7
+
+    def heads(params, states):
+        black = sai.black_to_move(states)
+        alpha = jnp.where(black, params["lead"], -params["lead"])
+        return jnp.zeros(states.legal_action_mask.shape), alpha, jnp.full(alpha.shape, beta)
+
+    ev = sai.sensible_evaluator(heads, lam)
+    assert isinstance(ev, ParentAwareEvaluator)
+    root = jax.tree.map(lambda x: x[None], go7.init(jax.random.key(0), 6.5))
+    params = {"lead": jnp.float32(10.0)}  # Black leads by 10 on the board: +3.5 after komi
+    _, v_root, xbar_black = ev.root(params, root)
+    p = 1 / (1 + math.exp(-beta * 3.5))
+    pi = (1 - lam) * p + lam / 2
+    xbar = math.log(pi / (1 - pi)) / beta - 3.5
+    np.testing.assert_allclose(v_root, 2 * p - 1, rtol=1e-5)
+    np.testing.assert_allclose(xbar_black, xbar, rtol=1e-5)
+    child = jax.vmap(go7.step)(root, jnp.int32([0]))  # White to move now
+    _, v_child, _ = ev.child({"lead": jnp.float32(12.0)}, child, xbar_black)
+    mu_black = _mu_numeric(12.0 - 6.5, beta, xbar)
+    np.testing.assert_allclose(v_child, 1 - 2 * mu_black, atol=1e-5)  # White's view
+
+
+# ---------------------------------------------------------------- per-game komi scoring
+
+
+# 7x7: Black walls column C, White column E, Black adds D4; column D's other points touch both colours (dame).
+# Area: Black 21 + 1 = 22, White 21: Black leads by 1 on the board.
+WALLS = [m for r in range(1, 8) for m in (f"C{r}", f"E{r}")] + ["D4", "pass", "pass"]
+WALLS_LEAD = 1
+WALLS_KOMIS = [-3.5, -0.5, 0.5, 1.5, 7.5, 9.5]
+
+
+def _gnugo_final_score(komi: float, moves: list[str]) -> float:
+    """Black's margin by GNU Go's `final_score` after `moves` (alternating from Black) on 7x7."""
+    args = [GNUGO, "--mode", "gtp", "--chinese-rules", "--capture-all-dead", "--positional-superko",
+            "--never-resign", "--seed", "1", "--boardsize", "7", "--level", "1"]
+    colors = ["b", "w"]
+    commands = ["clear_board", f"komi {komi}"] + [f"play {colors[i % 2]} {m}" for i, m in enumerate(moves)]
+    commands += ["final_score", "quit"]
+    out = subprocess.run(args, input="\n".join(commands) + "\n", capture_output=True, text=True, timeout=60).stdout
+    replies = [r.strip() for r in out.split("\n\n") if r.strip()]
+    assert all(r.startswith("=") for r in replies), replies
+    score = replies[-2][1:].strip()
+    side, points = score.split("+")
+    return float(points) if side == "B" else -float(points)
+
+
+def test_per_game_komi_scoring(go7: Game, go7_step) -> None:
+    keys = jax.random.split(jax.random.key(1), len(WALLS_KOMIS))
+    states = jax.vmap(go7.init)(keys, jnp.float32(WALLS_KOMIS))
+    before_end = _play(go7, go7_step, states, WALLS[:-1])
+    final = _play(go7, go7_step, before_end, WALLS[-1:])
+    assert np.asarray(final.terminated).all()
+    np.testing.assert_array_equal(final.komi, WALLS_KOMIS)
+    lead = np.asarray(jax.vmap(lambda x: board_lead_black(x, 7))(final.env._x))
+    np.testing.assert_array_equal(lead, WALLS_LEAD)
+    order = np.asarray(final.env._player_order)  # player id of Black, White
+    black_reward = np.asarray(final.rewards)[np.arange(len(WALLS_KOMIS)), order[:, 0]]
+    np.testing.assert_array_equal(black_reward, np.where(WALLS_LEAD - np.float32(WALLS_KOMIS) > 0, 1.0, -1.0))
+    # The sigmoid's convention agrees with the scoring: at the last position (Black to move, the board lead
+    # settled) alpha = Black's lead, and a steep sigmoid gives Black's result.
+    black = np.asarray(sai.black_to_move(before_end))
+    assert black.all()
+    kbar = sai.signed_komi(before_end.komi, black)
+    rho = np.asarray(sai.winrate(jnp.float32(WALLS_LEAD), 50.0, kbar))
+    np.testing.assert_array_equal(2 * rho - 1, black_reward)
+    if not os.path.exists(GNUGO):
+        pytest.skip(f"GNU Go not installed ({GNUGO} missing): hand count checked, GNU Go cross-check skipped")
+    for komi in WALLS_KOMIS:
+        assert _gnugo_final_score(komi, WALLS) == WALLS_LEAD - komi, komi
+
+
+# ---------------------------------------------------------------- komi of new games
+
+
+def test_new_game_komi_follows_the_empty_board_sigmoid() -> None:
+    """K = 0.5 + floor(X), X logistic(alpha0, 1/beta0): binned chi-square against the logistic CDF.
+
+    The test's size: 40,000 draws, bins with expected count >= 5 (tails pooled), p-value > 1e-4 (a correct
+    sampler fails once in 10,000 runs; the seed is fixed, so the outcome is deterministic anyway).
+    """
+    alpha0, beta0, n = 3.3, 0.4, 40_000
+    komi = np.asarray(sai.new_game_komi(jax.random.key(7), jnp.float32(alpha0), jnp.float32(beta0), (n,),
+                                        official_komi=9.5, official_share=0.0, max_abs=49.5))
+    assert np.all(komi * 2 % 2 == 1), "half-integers only"
+    cdf = lambda x: 1 / (1 + np.exp(-beta0 * (x - alpha0)))  # noqa: E731  P(X <= x)
+    m = np.arange(-49, 49)
+    expected = n * (cdf(m + 1.0) - cdf(m.astype(float)))  # P(K = m + 0.5)
+    observed = np.array([(komi == k + 0.5).sum() for k in m], float)
+    keep = expected >= 5
+    lo, hi = m[keep].min(), m[keep].max()
+    obs = np.concatenate([[(komi < lo + 0.5).sum()], observed[keep], [(komi > hi + 0.5).sum()]])
+    exp = np.concatenate([[n * cdf(float(lo))], expected[keep], [n * (1 - cdf(hi + 1.0))]])
+    chi2, p = stats.chisquare(obs, exp * n / exp.sum())
+    assert p > 1e-4, (chi2, p)
+    # The mean of K is alpha0 (the logistic is symmetric; floor + 0.5 is unbiased on average).
+    assert abs(komi.mean() - alpha0) < 4 * (math.pi / math.sqrt(3) / beta0) / math.sqrt(n) + 0.05
+
+
+def test_official_komi_share_and_clipping() -> None:
+    n, share = 20_000, 0.3
+    komi = np.asarray(sai.new_game_komi(jax.random.key(3), jnp.float32(-40.0), jnp.float32(0.05), (n,),
+                                        official_komi=9.5, official_share=share, max_abs=49.5))
+    # Draws centred on -40 with scale 20 reach 9.5 with probability ~0.016; 4 binomial standard errors.
+    p_sigmoid = 1 / (1 + np.exp(-0.05 * (10 + 40))) - 1 / (1 + np.exp(-0.05 * (9 + 40)))
+    p = share + (1 - share) * p_sigmoid
+    assert abs((komi == 9.5).mean() - p) < 4 * math.sqrt(p * (1 - p) / n)
+    assert komi.min() == -49.5 and komi.max() <= 49.5  # far tails are clipped to the board's size
+
+
+# ---------------------------------------------------------------- branching
+
+
+def test_branching_rate_and_komi(go7: Game) -> None:
+    """Synthetic games: B slots, T positions each, alpha_black drawn per position. Each position becomes a
+    branch point with probability C_branch, the first K per game are kept, each with komi 0.5 + floor(alpha_black).
+    The number per game must follow min(Binomial(T, C), K) (chi-square), and the kept positions must be the
+    first drawn ones."""
+    b, t, k, p = 1000, 40, 3, 0.05
+    games = jax.vmap(go7.init)(jax.random.split(jax.random.key(0), b))
+    points = sai.init_branch_points(games, k)
+    rng = np.random.default_rng(0)
+    alpha_black = rng.normal(0, 10, (t, b)).astype(np.float32)
+    record = jax.jit(lambda pts, key, s, a: sai.record_branch_points(pts, key, s, a, p, 49.5))
+    keys = jax.random.split(jax.random.key(1), t)
+    for i in range(t):
+        tagged = games.replace(env=games.env.replace(_step_count=jnp.full(b, i, jnp.int32)))  # the position's index
+        points = record(points, keys[i], tagged, jnp.asarray(alpha_black[i]))
+    flat, mask, emptied = sai.take_branch_points(points, jnp.ones(b, bool))
+    count = np.asarray(points.count)
+    np.testing.assert_array_equal(np.asarray(mask).reshape(b, k).sum(1), count)
+    assert not np.asarray(emptied.count).any()
+    probs = stats.binom.pmf(np.arange(k), t, p)
+    expected = np.append(probs, 1 - probs.sum()) * b
+    observed = np.bincount(count, minlength=k + 1)
+    assert stats.chisquare(observed, expected).pvalue > 1e-4, (observed, expected)
+    # Komi and order of the kept points.
+    at = np.asarray(flat.env._step_count).reshape(b, k)
+    komi = np.asarray(flat.komi).reshape(b, k)
+    for slot in range(b):
+        idx = at[slot, : count[slot]]
+        assert np.all(np.diff(idx) > 0)
+        np.testing.assert_array_equal(komi[slot, : count[slot]], 0.5 + np.floor(alpha_black[idx, slot]))
+    # Rate: the first draw's position is geometric; its mean over slots with any branch, within 5 standard errors.
+    first = at[count > 0, 0]
+    trunc = np.arange(t)
+    w = p * (1 - p) ** trunc
+    mean, var = (w * trunc).sum() / w.sum(), (w * trunc**2).sum() / w.sum() - ((w * trunc).sum() / w.sum()) ** 2
+    assert abs(first.mean() - mean) < 5 * math.sqrt(var / len(first))
+
+
+def test_branching_skips_terminal_and_inactive(go7: Game) -> None:
+    games = jax.vmap(go7.init)(jax.random.split(jax.random.key(0), 4))
+    games = games.replace(env=games.env.replace(terminated=jnp.array([False, True, False, False])))
+    points = sai.init_branch_points(games, 2)
+    for i in range(3):
+        points = sai.record_branch_points(points, jax.random.key(i), games, jnp.full(4, 2.7), 1.0, 49.5,
+                                          active=jnp.array([True, True, False, True]))
+    np.testing.assert_array_equal(points.count, [2, 0, 0, 2])  # at most K = 2; never terminal or inactive
+    np.testing.assert_array_equal(points.states.komi[0], [2.5, 2.5])
+
+
+# ---------------------------------------------------------------- the start-state queue
+
+
+def test_start_state_queue(go7: Game) -> None:
+    template = go7.init(jax.random.key(0))
+    q = ss.init(template, 4)
+    batch = jax.vmap(go7.init)(jax.random.split(jax.random.key(1), 6), jnp.arange(6.0))  # komi = index as a tag
+    q = ss.push(q, batch, jnp.array([True, False, True, True, False, False]))  # 0, 2, 3
+    assert int(q.size) == 3 and int(q.pushed[0]) == 3
+    q, states, got = ss.pop(q, jnp.array([False, True, True]))
+    np.testing.assert_array_equal(got, [False, True, True])
+    np.testing.assert_array_equal(states.komi[1:], [0.0, 2.0])  # oldest first
+    assert int(q.size) == 1
+    q = ss.push(q, batch, jnp.array([False, True, False, False, True, True]))  # 1, 4, 5: ring of 4 wraps
+    q, states, got = ss.pop(q, jnp.ones(6, bool))
+    np.testing.assert_array_equal(got, [True] * 4 + [False] * 2)
+    np.testing.assert_array_equal(states.komi[:4], [3.0, 1.0, 4.0, 5.0])
+    # Overflow: the oldest are overwritten; more than C at once keeps the last C.
+    q = ss.push(q, batch, jnp.ones(6, bool))
+    assert int(q.size) == 4
+    q2, states, got = ss.pop(q, jnp.ones(4, bool))
+    np.testing.assert_array_equal(states.komi, [2.0, 3.0, 4.0, 5.0])
+    # Uniform sampling (Go-Exploit's use) leaves the store as it is.
+    drawn, got = ss.sample(q, jax.random.key(0), jnp.ones(4000, bool))
+    assert got.all() and int(q.size) == 4
+    assert set(np.unique(np.asarray(drawn.komi))) == {2.0, 3.0, 4.0, 5.0}
+    _, got = ss.sample(q2, jax.random.key(0), jnp.ones(3, bool))
+    assert not np.asarray(got).any()
+    with pytest.raises(ValueError, match="capacity"):
+        ss.init(template, 0)
+
+
+# ---------------------------------------------------------------- config
+
+
+def test_sai_config_validation() -> None:
+    assert Config().value_head == "tanh" and Config().sensible_lambda == 0.0
+    Config(game="go_7x7", value_head="sai", sensible_lambda=0.5)
+    with pytest.raises(ValueError, match="value_head='sai'.*Go only"):
+        Config(game="connect_four", value_head="sai")
+    with pytest.raises(ValueError, match="value_head must be one of"):
+        Config(game="go_7x7", value_head="sigmoid")
+    for name in ("branch_prob", "sensible_lambda", "sai_official_komi_share"):
+        with pytest.raises(ValueError, match=f"{name} must be in"):
+            Config(game="go_7x7", value_head="sai", **{name: 1.5})
+    with pytest.raises(ValueError, match="max_branches must be >= 0"):
+        Config(game="go_7x7", value_head="sai", max_branches=-1)
+    with pytest.raises(ValueError, match="start_queue_size must be >= 1"):
+        Config(game="go_7x7", value_head="sai", start_queue_size=0)
+    with pytest.raises(ValueError, match="sensible_lambda.*needs value_head='sai'"):
+        Config(game="go_7x7", sensible_lambda=0.5)
+
+
+# ---------------------------------------------------------------- the loop, CLI and script
+
+
+SAI_TINY = dict(num_envs=8, num_simulations=4, moves_per_step=16, replay_size=256, min_replay_size=8, batch_size=8,
+                sgd_steps_per_step=1, num_blocks=1, num_channels=8, eval_every=0, log_every=1, checkpoint_every=4,
+                lr_warmup_steps=1, num_steps=8, temperature_moves=4, value_head="sai", branch_prob=0.3,
+                start_queue_size=32)
+
+
+def test_sai_loop_trains_with_komi_per_game_and_branches() -> None:
+    from azjax.loop import Trainer
+
+    cfg = preset("go_7x7", **SAI_TINY)
+    trainer = Trainer(cfg)
+    state = trainer.init(0)
+    komi0 = np.asarray(state.actors.state.komi)
+    assert len(set(komi0.tolist())) > 1, "new games draw their komi"
+    totals = {"branch_starts": 0, "branches_queued": 0, "games": 0, "new_games": 0}
+    losses, komi_seen = [], set(komi0.tolist())
+    for _ in range(cfg.num_steps):
+        state, m = trainer.step(state)
+        m = jax.device_get(m)
+        komi_seen |= set(np.asarray(state.actors.state.komi).tolist())
+        for key in totals:
+            totals[key] += int(m[key])
+        if m["sgd_applied"]:
+            losses.append(float(m["loss"]))
+        assert np.isfinite(float(m["empty_board_black_lead"])) and float(m["empty_board_beta"]) > 0
+    assert losses and np.all(np.isfinite(losses))
+    assert totals["games"] > 0 and totals["branches_queued"] > 0
+    assert 0 < totals["branch_starts"] <= totals["branches_queued"], totals
+    assert len(komi_seen) > 2, komi_seen
+    # Every replay entry keeps its own signed komi: +-komi of its game, the sign by the colour to move.
+    replay = state.replay
+    filled = np.asarray(replay.game_id) >= 0
+    kbar = np.asarray(replay.kbar)[filled]
+    assert np.all(kbar * 2 % 2 == 1) and (kbar > 0).any() and (kbar < 0).any()
+    assert state.starts is not None and int(state.starts.size) <= cfg.start_queue_size
+    # The plain loop state has none of this.
+    plain = jax.eval_shape(Trainer(preset("go_7x7", **{**SAI_TINY, "value_head": "tanh"})).init, 0)
+    assert plain.replay.kbar is None and plain.starts is None and plain.actors.branches is None
+
+
+CLI_TINY = ["--num_envs", "8", "--num_simulations", "4", "--moves_per_step", "16", "--replay_size", "256",
+            "--min_replay_size", "8", "--batch_size", "8", "--num_blocks", "1", "--num_channels", "8",
+            "--eval_every", "0", "--checkpoint_every", "2", "--lr_warmup_steps", "1", "--temperature_moves", "4",
+            "--branch_prob", "0.3", "--start_queue_size", "32", "--eval_simulations", "4"]
+
+
+def test_cli_train_and_analyze_sai(tmp_path, capsys) -> None:
+    from azjax.cli import main
+
+    run = tmp_path / "run"
+    assert main(["train", "--game", "go_7x7", "--value_head", "sai", "--run_dir", str(run), "--num_steps", "2",
+                 "--no-progress", *CLI_TINY]) == 0
+    header = (run / "metrics.csv").read_text().splitlines()[0]
+    assert "empty_board_black_lead" in header and "branch_starts" in header
+    capsys.readouterr()
+    assert main(["analyze", "--game", "go_7x7", "--checkpoint", str(run), "--moves", "D4 E5", "--visits", "4"]) == 0
+    text = capsys.readouterr().out
+    assert "score estimate:" in text and "winrate at komi 9.5" in text and "Black winrate" in text
+    assert "<- game komi" in text
+    assert main(["analyze", "--game", "go_7x7", "--checkpoint", str(run), "--moves", "D4", "--visits", "4",
+                 "--komi", "7.5", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    r = d["sai"]
+    assert r["komi"] == 7.5 and not r["black_to_move"] and r["beta"] > 0
+    assert r["score_lead"] == pytest.approx(r["alpha"] + 7.5)  # White to move: kbar = +komi
+    assert any(row["komi"] == 7.5 for row in r["komi_table"])
+    assert main(["analyze", "--game", "go_9x9", "--checkpoint", str(run), "--visits", "4"]) == 2
+    assert "plays go_7x7, not go_9x9" in capsys.readouterr().err
+
+
+def test_sai_7x7_script_end_to_end(tmp_path) -> None:
+    out = tmp_path / "sai_7x7.json"
+    cmd = [sys.executable, str(ROOT / "scripts" / "sai_7x7.py"), "--steps", "3", "--minutes", "30",
+           "--run_dir", str(tmp_path / "run"), "--out", str(out), "--plot", str(tmp_path / "sai_7x7.png"),
+           "--model_dir", str(tmp_path / "model"), *CLI_TINY]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    data = json.loads(out.read_text())
+    pairs = data["empty_board_black_lead"]
+    assert len(pairs) == 3 and all(len(p) == 2 and p[0] > 0 for p in pairs)
+    assert np.isfinite(data["final_empty_board_black_lead"])
+    assert (tmp_path / "sai_7x7.png").stat().st_size > 0
+    assert sorted(p.name for p in (tmp_path / "model").iterdir()) == ["config.json", "params.msgpack"]
+    assert json.loads((tmp_path / "model" / "config.json").read_text())["value_head"] == "sai"
