@@ -10,10 +10,13 @@ tables=("$@"); [ ${#tables[@]} -gt 0 ] || tables=(connect_four go_9x9)
 for table in "${tables[@]}"; do
   case "$table" in
   connect_four)
-    # The quick run's final network at two search budgets and its mid-run checkpoint, against UCT with
-    # random playouts at 100-800 simulations; 2 random opening plies so deterministic pairs vary.
-    azjax arena final=results/models/connect_four_quick:64 final=results/models/connect_four_quick:256 \
-      mid=results/connect_four_quick/checkpoint_step200:64 mcts:100 mcts:200 mcts:400 mcts:800 \
+    # The quick run's final network with PUCT (its evaluation search) and with the Gumbel root it
+    # trained with, and its step-200 checkpoint, against UCT with random playouts at 100-800
+    # simulations; 2 random opening plies so that deterministic pairs play varied games.
+    azjax arena final-puct128=results/models/connect_four_quick:128:search=puct \
+      final-gumbel64=results/models/connect_four_quick:64:search=gumbel \
+      step200-puct128=results/connect_four_quick/checkpoint_step200:128:search=puct \
+      mcts:100 mcts:200 mcts:400 mcts:800 \
       --games 20 --random_opening_plies 2 --out_dir results/arena/connect_four ;;
   go_9x9)
     # The lightly trained 9x9 model (see results/models/go_9x9_quick/README.md) against GNU Go 3.8 at
@@ -21,7 +24,7 @@ for table in "${tables[@]}"; do
     azjax arena results/models/go_9x9_quick:64 random \
       "gnugo-l1=gtp:$GNUGO --mode gtp --level 1 --chinese-rules --capture-all-dead --positional-superko --never-resign" \
       "gnugo-l10=gtp:$GNUGO --mode gtp --level 10 --chinese-rules --capture-all-dead --positional-superko --never-resign" \
-      --gauntlet --games 10 --out_dir results/arena/go_9x9 ;;
+      --gauntlet --games 6 --out_dir results/arena/go_9x9 ;;
   *) echo "unknown table $table (connect_four, go_9x9)" >&2; exit 2 ;;
   esac
 done
