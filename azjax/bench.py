@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import platform
+import shlex
 import statistics
 import sys
 import time
@@ -186,6 +187,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--quick", action="store_true", help="tiny settings (a smoke test, not a measurement)")
     p.add_argument("--n_scl", type=int, default=5, help="search-contempt rows at this n_scl (0: none)")
     p.add_argument("--out", default="results/bench_selfplay.json")
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
     games = args.game or ["connect_four", "go_9x9"]
     rows: list[dict[str, Any]] = []
@@ -209,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps({k: c[k] for k in ("game", "n_scl", "sims_per_s")}), flush=True)
                 contempt_rows.append(c)
     result = {"results": rows, "contempt": contempt_rows, "machine": machine(),
-              "command": "azjax bench " + " ".join(sys.argv[1:]), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+              "command": shlex.join(["azjax", "bench", *argv]), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     # The headline keys at the top level, for the first game (Connect Four by default).
     result.update({k: rows[0][k] for k in ("sims_per_s", "net_only_evals_per_s", "plain_loop_sims_per_s",
                                            "ratio_vs_net_only", "ratio_vs_plain_loop")})

@@ -164,6 +164,7 @@ class Trainer:
         self.net: PolicyValueNet = make_network(config, self.game)
         self.evaluate = make_evaluator(config, self.game, self.net)
         self.sai = config.value_head == "sai"
+        self.q_mixed_targets = config.value_target_q_weight > 0  # replay keeps root values q
         if self.sai:
             self.heads = sai.network_heads(self.net.apply)
             self.branching = config.branch_prob > 0 and config.max_branches > 0
@@ -243,7 +244,8 @@ class Trainer:
             branches=branches,
         )
         replay = rb.init_replay(self.sizes.replay_size, self.game.observation_shape, self._obs_dtype,
-                                self.game.num_actions, with_kbar=self.sai)
+                                self.game.num_actions, with_kbar=self.sai,
+                                with_root_value=self.q_mixed_targets)
         return LoopState(
             actors=actors,
             replay=replay,
@@ -315,8 +317,9 @@ class Trainer:
 
         ptr = (moves * self.sizes.num_envs) % self.sizes.replay_size
         kbar = sai.signed_komi(state.komi, sai.black_to_move(state)) if self.sai else None
+        root_value = out.search_tree.node_values[:, 0] if self.q_mixed_targets else None
         replay = rb.write(replay, ptr, state.observation, out.action_weights, state.current_player,
-                          actors.game_id, kbar=kbar)
+                          actors.game_id, kbar=kbar, root_value=root_value)
 
         next_state = jax.vmap(self.game.step)(state, action)
         ended = next_state.terminated
@@ -359,7 +362,8 @@ class Trainer:
             idx = rb.sample_indices(replay, k_sample, self.sizes.batch_size)
             obs, policy, value, kbar = replay.obs[idx], replay.policy[idx], replay.value[idx], replay.kbar[idx]
         else:
-            obs, policy, value = rb.sample(replay, k_sample, self.sizes.batch_size)
+            obs, policy, value = rb.sample(replay, k_sample, self.sizes.batch_size,
+                                           self.config.value_target_q_weight)
         if self.config.augment:
             obs, policy = augment(self.game, k_aug, obs, policy)
         grad_fn = jax.grad(functools.partial(loss_fn, self.net.apply), has_aux=True)

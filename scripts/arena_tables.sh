@@ -10,12 +10,12 @@ tables=("$@"); [ ${#tables[@]} -gt 0 ] || tables=(connect_four go_9x9)
 for table in "${tables[@]}"; do
   case "$table" in
   connect_four)
-    # The quick run's final network with PUCT (its evaluation search) and with the Gumbel root it
-    # trained with, and its step-200 checkpoint, against UCT with random playouts at 100-800
-    # simulations; 2 random opening plies so that deterministic pairs play varied games.
-    azjax arena final-puct128=results/models/connect_four_quick:128:search=puct \
+    # The quick run's final network with its Gumbel search at 256 and 64 simulations, and its
+    # step-200 checkpoint, against UCT with random playouts at 100-800 simulations; 2 random opening
+    # plies so that deterministic pairs play varied games.
+    azjax arena final-gumbel256=results/models/connect_four_quick:256:search=gumbel \
       final-gumbel64=results/models/connect_four_quick:64:search=gumbel \
-      step200-puct128=results/connect_four_quick/checkpoint_step200:128:search=puct \
+      step200-gumbel256=results/connect_four_quick/checkpoint_step200:256:search=gumbel \
       mcts:100 mcts:200 mcts:400 mcts:800 \
       --games 20 --random_opening_plies 2 --out_dir results/arena/connect_four ;;
   go_9x9)

@@ -45,6 +45,41 @@ def test_replay_fills_outcomes_of_ended_games_only():
     assert 0.5 in np.asarray(v)
 
 
+def test_value_targets_mix_outcome_and_root_value():
+    obs, pol = jnp.zeros((2, 3)), jnp.full((2, 2), 0.5)
+    r = rb.init_replay(4, (3,), jnp.float32, 2, with_root_value=True)
+    with pytest.raises(ValueError, match="root_value"):
+        rb.write(r, jnp.int32(0), obs, pol, jnp.array([0, 1]), jnp.array([0, 0]))
+    r = rb.write(r, jnp.int32(0), obs, pol, jnp.array([0, 1]), jnp.array([0, 0]), root_value=jnp.array([0.2, -0.6]))
+    r = rb.fill_outcomes(r, jnp.array([True, True]), jnp.array([0, 0]), jnp.array([[1.0, -1.0], [-1.0, 1.0]]))
+    idx = jnp.array([0, 1])
+    np.testing.assert_allclose(rb.value_targets(r, idx, 0.0), [1.0, 1.0])  # z for each entry's player
+    np.testing.assert_allclose(rb.value_targets(r, idx, 1.0), [0.2, -0.6])
+    np.testing.assert_allclose(rb.value_targets(r, idx, 0.25), [0.75 + 0.05, 0.75 - 0.15], rtol=1e-6)
+    # A plain replay has no root values: its targets are the outcomes whatever the weight.
+    plain = rb.fill_outcomes(rb.write(rb.init_replay(4, (3,), jnp.float32, 2), jnp.int32(0), obs, pol,
+                                      jnp.array([0, 1]), jnp.array([0, 0])),
+                             jnp.array([True, True]), jnp.array([0, 0]), jnp.array([[1.0, -1.0], [-1.0, 1.0]]))
+    assert plain.root_value is None
+    np.testing.assert_allclose(rb.value_targets(plain, idx, 0.5), [1.0, 1.0])
+
+
+def test_loop_with_q_mixed_targets_stores_root_values(tiny_overrides):
+    cfg = preset("connect_four", **tiny_overrides, value_target_q_weight=0.5)
+    trainer = Trainer(cfg)
+    state = trainer.init(0)
+    for _ in range(6):
+        state, m = trainer.step(state)
+    replay = state.replay
+    written = np.asarray(replay.game_id) >= 0
+    q = np.asarray(replay.root_value)
+    assert written.any() and np.all(np.abs(q) <= 1.0)
+    assert np.any(q[written] != 0.0)  # the search's root values, not the zeros the replay starts with
+    assert np.isfinite(float(m["loss"]))
+    with pytest.raises(ValueError, match="value_target_q_weight"):
+        preset("go_7x7", "sai", value_target_q_weight=0.5)
+
+
 def test_loss_matches_hand_computation():
     logits = jnp.array([[0.0, 0.0], [2.0, 0.0]])
     values = jnp.array([0.5, -0.5])
