@@ -58,7 +58,7 @@ class Config:
     weight_decay: float = 1e-4
     value_loss_weight: float = 1.0
     # Value target (1 - w) z + w q, q = the root search value of the position (0 = AlphaZero's z).
-    # Averaging z and q helped Connect Four (Prasad et al., "Lessons from AlphaZero", Oracle, 2018).
+    # Averaging z and q helped Connect Four in Oracle's "Lessons from AlphaZero" series (2018).
     value_target_q_weight: float = 0.0
     augment: bool = True  # random board symmetries on sampled batches
     # run
