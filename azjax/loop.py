@@ -357,13 +357,10 @@ class Trainer:
     def _sgd_step(self, carry: tuple[Any, Any], key: jax.Array, replay: rb.Replay):
         params, opt_state = carry
         k_sample, k_aug = jax.random.split(key)
-        kbar = None
-        if self.sai:
-            idx = rb.sample_indices(replay, k_sample, self.sizes.batch_size)
-            obs, policy, value, kbar = replay.obs[idx], replay.policy[idx], replay.value[idx], replay.kbar[idx]
-        else:
-            obs, policy, value = rb.sample(replay, k_sample, self.sizes.batch_size,
-                                           self.config.value_target_q_weight)
+        idx = rb.sample_indices(replay, k_sample, self.sizes.batch_size)
+        obs, policy = replay.obs[idx], replay.policy[idx]
+        value = rb.value_targets(replay, idx, self.config.value_target_q_weight)
+        kbar = None if replay.kbar is None else replay.kbar[idx]  # SAI: the loss forms rho(0) with it
         if self.config.augment:
             obs, policy = augment(self.game, k_aug, obs, policy)
         grad_fn = jax.grad(functools.partial(loss_fn, self.net.apply), has_aux=True)
