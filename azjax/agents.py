@@ -32,7 +32,7 @@ import mctx
 from azjax.config import Config
 from azjax.games import Game, GameState
 from azjax.network import make_evaluator
-from azjax.search import Evaluator, SearchSpec, mask_logits, root_visit_counts, run_search
+from azjax.search import Evaluator, SearchSpec, mask_logits, run_search, searched_choice
 
 ActFn = Callable[[Any, jax.Array, GameState], jax.Array]
 
@@ -263,9 +263,7 @@ def rollout_mcts_agent(
 def _search_act(game: Game, evaluate: Evaluator, spec: SearchSpec) -> ActFn:
     def act(params: Any, key: jax.Array, states: GameState) -> jax.Array:
         out = run_search(spec, game, evaluate, params, key, states)
-        if spec.kind == "gumbel":
-            return out.action.astype(jnp.int32)
-        return jnp.argmax(root_visit_counts(out), axis=-1).astype(jnp.int32)
+        return searched_choice(spec, out)
 
     return act
 

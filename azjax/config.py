@@ -23,6 +23,9 @@ class Config:
     num_blocks: int = 3
     num_channels: int = 32
     compute_dtype: Literal["float32", "bfloat16"] = "float32"
+    # The heads of models saved before normalised heads existed (one-filter value conv, ReLU, no
+    # normalisation): only for loading and resuming them. A config.json without this field is such a model.
+    legacy_heads: bool = False
     # search
     search: Literal["gumbel", "puct"] = "gumbel"
     # The search of the trained network as a player (periodic evaluation, eval, arena, play, engines);
@@ -140,7 +143,7 @@ class Config:
         unknown = sorted(set(d) - names)
         if unknown:
             raise ValueError(f"unknown config field(s): {', '.join(unknown)}")
-        return cls(**d)
+        return cls(**{"legacy_heads": True, **d})
 
     @classmethod
     def from_json(cls, text: str) -> Config:

@@ -55,7 +55,7 @@ from azjax.games import (
     chess_state_from_fen,
     make_game,
 )
-from azjax.search import Evaluator, SearchSpec, run_search
+from azjax.search import Evaluator, SearchSpec, run_search, searched_choice
 
 PB_C_BASE = 19652.0  # mctx's muzero_policy default
 PV_LENGTH = 16  # maximum principal-variation length read out of a search
@@ -167,10 +167,7 @@ def search_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator, params:
     expanded = child >= 0
     child_raw = jnp.take_along_axis(tree.raw_values, jnp.maximum(child, 0), axis=1)
     v = tree.children_rewards[:, 0] + tree.children_discounts[:, 0] * child_raw
-    if spec.kind == "gumbel":
-        best = out.action.astype(jnp.int32)
-    else:
-        best = jnp.argmax(n, axis=-1).astype(jnp.int32)
+    best = searched_choice(spec, out)
     best_q = jnp.where(n[batch, best] > 0, q_raw[batch, best], root_value)
     k = min(TOP_K_PV, n.shape[-1])
     _, top = jax.lax.top_k(n + 1e-6 * p, k)  # [B, K]

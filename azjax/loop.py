@@ -8,7 +8,7 @@ One loop step, in AlphaZero's terms:
 
     repeat moves_per_step times:                 # every game in flight advances one move
         pi = search(root = current positions)    # PUCT or Gumbel root, noise at the root
-        a  ~ pi^(1/tau) for the first k moves of each trajectory, argmax afterwards
+        a  ~ pi for the first k moves of each trajectory, the search's own choice afterwards
         replay <- (observation, pi target, player to move)
         play a; games that end give their outcome z to all their stored positions
         finished games restart at once
@@ -48,8 +48,8 @@ from azjax import start_states as ss
 from azjax.augment import augment
 from azjax.config import Config
 from azjax.games import Game, GameState, make_game
-from azjax.network import PolicyValueNet, init_params, make_evaluator, make_network
-from azjax.search import SearchSpec, choose_action, run_search
+from azjax.network import PolicyValueNet, head_health, init_params, make_evaluator, make_network
+from azjax.search import SearchSpec, choose_move, root_visit_counts, run_search
 
 AXIS = "data"
 
@@ -62,6 +62,7 @@ class Actors:
     first_player: player id who moved first (for the win/draw/loss split).
     trajectory_moves: moves since the trajectory's start (the temperature window counts these).
     branches: SAI only: the branch points picked so far in each slot's game (None otherwise).
+    branch_game: SAI only: bool [B], the slot's game began at a branch point (such games do not branch).
     """
 
     state: GameState
@@ -69,6 +70,7 @@ class Actors:
     first_player: jax.Array
     trajectory_moves: jax.Array
     branches: sai.BranchPoints | None = None
+    branch_game: jax.Array | None = None
 
 
 @struct.dataclass
@@ -88,15 +90,21 @@ def loss_fn(apply_fn: Callable, params: Any, obs: jax.Array, policy: jax.Array, 
     """AlphaZero's loss: policy cross-entropy + value MSE. The L2 term is applied as AdamW's decoupled
     weight decay (see `make_optimizer`); its size is reported as `l2`.
 
+    apply_fn(params, obs) -> (network outputs, head health dict) (`with_head_health(net.apply)`).
     obs [B, ...], policy [B, A] (target distribution), value [B] (target z).
-    SAI (`kbar` [B] given, `apply_fn` -> (logits, alpha, beta)): the value is v = 2 rho(0) - 1 with
+    SAI (`kbar` [B] given, outputs (logits, alpha, beta)): the value is v = 2 rho(0) - 1 with
     rho(0) = sigmoid(beta (alpha + kbar)), so the value loss is (z - (2 rho(0) - 1))^2.
+    The info holds head health too: the std over the batch of each scalar head's output (`value_std`, or
+    `alpha_std` and `beta_std`) and the heads' active-unit fractions.
     """
+    outputs, health = apply_fn(params, obs)
     if kbar is None:
-        logits, v = apply_fn(params, obs)
+        logits, v = outputs
+        spread = {"value_std": jnp.std(v)}
     else:
-        logits, alpha, beta = apply_fn(params, obs)
+        logits, alpha, beta = outputs
         v = 2.0 * sai.winrate(alpha, beta, kbar) - 1.0
+        spread = {"alpha_std": jnp.std(alpha), "beta_std": jnp.std(beta)}
     policy_loss = optax.softmax_cross_entropy(logits, policy).mean()
     value_loss = jnp.mean((v - value) ** 2)
     l2 = sum(jnp.sum(w**2) for w in jax.tree.leaves(params) if w.ndim > 1)
@@ -108,7 +116,19 @@ def loss_fn(apply_fn: Callable, params: Any, obs: jax.Array, policy: jax.Array, 
         "value_loss": value_loss,
         "l2": l2,
         "policy_target_entropy": entropy,
+        **jax.lax.stop_gradient(spread),
+        **health,
     }
+
+
+def with_head_health(apply_fn: Callable) -> Callable:
+    """`apply_fn(params, obs)` of a `PolicyValueNet` -> (outputs, head health) in one forward pass."""
+
+    def apply(params: Any, obs: jax.Array) -> tuple[Any, dict[str, jax.Array]]:
+        outputs, variables = apply_fn(params, obs, mutable=["intermediates"])
+        return outputs, head_health(variables["intermediates"])
+
+    return apply
 
 
 def make_optimizer(config: Config) -> optax.GradientTransformation:
@@ -170,6 +190,7 @@ class Trainer:
             self.branching = config.branch_prob > 0 and config.max_branches > 0
             self.max_komi = self.game.size ** 2 + 0.5  # type: ignore[attr-defined]
         self.spec = SearchSpec.from_config(config, training=True)
+        self.sgd_info_keys = sorted(jax.eval_shape(self._sgd_info_shapes).keys())
         self.optimizer = make_optimizer(config)
         devices = list(devices) if devices is not None else jax.devices()
         self.mesh = Mesh(np.array(devices), (AXIS,))
@@ -186,6 +207,14 @@ class Trainer:
                                    out_specs=(specs, P()), check_vma=False)
         self._step = jax.jit(step_local, in_shardings=(self.shardings,),
                              out_shardings=(self.shardings, None), donate_argnums=0)
+
+    def _sgd_info_shapes(self) -> dict[str, Any]:
+        """The names of the SGD step's metrics (losses and head health) for this config's network."""
+        obs = jnp.zeros((2, *self.game.observation_shape), jnp.float32)
+        params = init_params(self.net, self.game, jax.random.key(0))
+        policy = jnp.full((2, self.game.num_actions), 1.0 / self.game.num_actions)
+        kbar = jnp.zeros((2,)) if self.sai else None
+        return loss_fn(with_head_health(self.net.apply), params, obs, policy, jnp.zeros((2,)), 1.0, kbar)[1]
 
     # ----- public -----
 
@@ -229,8 +258,9 @@ class Trainer:
         params = init_params(self.net, self.game, k_params)  # same on every device
         b = self.sizes.num_envs
         games = self._new_games(self._device_key(k_games), b)
-        branches, starts = None, None
+        branches, branch_game, starts = None, None, None
         if self.sai:
+            branch_game = jnp.zeros((b,), jnp.bool_)
             k_komi = jax.random.fold_in(self._device_key(k_games), 1)
             games = games.replace(komi=self._new_komi(k_komi, self._empty_board_sigmoid(params), b))
             if self.branching:
@@ -242,6 +272,7 @@ class Trainer:
             first_player=games.current_player,
             trajectory_moves=jnp.zeros((b,), jnp.int32),
             branches=branches,
+            branch_game=branch_game,
         )
         replay = rb.init_replay(self.sizes.replay_size, self.game.observation_shape, self._obs_dtype,
                                 self.game.num_actions, with_kbar=self.sai,
@@ -273,10 +304,12 @@ class Trainer:
     def _sai_restarts(self, params: Any, empty_sigmoid: tuple[jax.Array, jax.Array], key: jax.Array,
                       actors: Actors, ended: jax.Array, starts: ss.StartStates):
         """The games that restart the `ended` slots: branch starts from the queue first (oldest first),
-        then new games with komi from the empty board's sigmoid. Before that, this move's positions may
-        become branch points, and the branch points of the games that ended join the queue.
+        then new games with komi from the empty board's sigmoid. Before that, this move's positions of
+        standard games (not of branch games) may become branch points, and the branch points of the games
+        that ended join the queue.
 
-        Returns (games [B] for the ended slots, branch points, queue, statistics).
+        Returns (games [B] for the ended slots, which of them are branch starts [B], branch points, queue,
+        statistics).
         """
         b = self.sizes.num_envs
         k_branch, k_komi, k_games = jax.random.split(key, 3)
@@ -286,7 +319,7 @@ class Trainer:
             _, alpha, _ = self.heads(params, state)
             alpha_black = sai.black_board_lead(alpha, sai.black_to_move(state))
             branches = sai.record_branch_points(branches, k_branch, state, alpha_black, self.config.branch_prob,
-                                                self.max_komi)
+                                                self.max_komi, active=~actors.branch_game)
             points, mask, branches = sai.take_branch_points(branches, ended)
             starts = ss.push(starts, points, mask)
             stats["branches_queued"] = mask.sum(dtype=jnp.int32)
@@ -299,7 +332,7 @@ class Trainer:
         stats.update(branch_starts=got.sum(dtype=jnp.int32), new_games=new.sum(dtype=jnp.int32),
                      new_game_komi_sum=jnp.where(new, komi, 0.0).sum(),
                      new_game_komi_sq_sum=jnp.where(new, komi**2, 0.0).sum())
-        return games, branches, starts, stats
+        return games, got, branches, starts, stats
 
     def _selfplay_move(self, params: Any, empty_sigmoid: Any, carry: tuple[Actors, rb.Replay, jax.Array, Any],
                        key: jax.Array):
@@ -313,7 +346,8 @@ class Trainer:
         state = actors.state
         out = run_search(self.spec, self.game, self.evaluate, params, k_search, state)
         explore = actors.trajectory_moves < self.config.temperature_moves
-        action = choose_action(self.spec, k_act, out, explore)
+        action = choose_move(self.spec, k_act, out, explore)
+        visits = jnp.take_along_axis(root_visit_counts(out), action[:, None], axis=1)[:, 0]
 
         ptr = (moves * self.sizes.num_envs) % self.sizes.replay_size
         kbar = sai.signed_komi(state.komi, sai.black_to_move(state)) if self.sai else None
@@ -334,13 +368,17 @@ class Trainer:
             "first_player_losses": (ended & (first_reward < 0)).sum(),
             "game_length_sum": jnp.where(ended, actors.trajectory_moves + 1, 0).sum(),
             "root_value": out.search_tree.node_values[:, 0].mean(),
+            # Moves after the temperature window that the search never visited: 0 by construction.
+            "unvisited_greedy_moves": (~explore & ~state.terminated & (visits == 0)).sum(),
+            "window_moves": (explore & ~state.terminated).sum(),  # moves drawn from the policy target
         }
 
         # Finished games restart at once (SAI: from a queued branch start if there is one).
-        branches = actors.branches
+        branches, branch_game = actors.branches, actors.branch_game
         if self.sai:
-            fresh, branches, starts, sai_stats = self._sai_restarts(params, empty_sigmoid, k_new, actors, ended,
-                                                                    starts)
+            fresh, from_branch, branches, starts, sai_stats = self._sai_restarts(params, empty_sigmoid, k_new, actors,
+                                                                                 ended, starts)
+            branch_game = jnp.where(ended, from_branch, branch_game)
             stats.update(sai_stats)
         else:
             fresh = self._new_games(k_new, self.sizes.num_envs)
@@ -351,6 +389,7 @@ class Trainer:
             first_player=jnp.where(ended, fresh.current_player, actors.first_player),
             trajectory_moves=jnp.where(ended, 0, actors.trajectory_moves + 1),
             branches=branches,
+            branch_game=branch_game,
         )
         return (actors, replay, moves + 1, starts), stats
 
@@ -363,7 +402,7 @@ class Trainer:
         kbar = None if replay.kbar is None else replay.kbar[idx]  # SAI: the loss forms rho(0) with it
         if self.config.augment:
             obs, policy = augment(self.game, k_aug, obs, policy)
-        grad_fn = jax.grad(functools.partial(loss_fn, self.net.apply), has_aux=True)
+        grad_fn = jax.grad(functools.partial(loss_fn, with_head_health(self.net.apply)), has_aux=True)
         grads, info = grad_fn(params, obs, policy, value, self.config.value_loss_weight, kbar)
         grads = jax.lax.pmean(grads, AXIS)
         updates, opt_state = self.optimizer.update(grads, opt_state, params)
@@ -403,7 +442,7 @@ class Trainer:
         opt_state = jax.tree.map(keep, opt_state, s.opt_state)
         nan = jnp.float32(jnp.nan)
         info = {k: jnp.where(ready, info[k], nan) if k in info else nan
-                for k in ("loss", "policy_loss", "value_loss", "l2", "policy_target_entropy")}
+                for k in self.sgd_info_keys}
 
         stats = jax.tree.map(lambda x: jax.lax.psum(x, AXIS), stats)
         stats["root_value"] = stats["root_value"] / self.sizes.num_devices

@@ -38,12 +38,54 @@ class ResBlock(nn.Module):
         return x + y
 
 
-class PolicyValueNet(nn.Module):
-    """AlphaZero's network: a conv stem, `num_blocks` residual blocks, policy and tanh value heads.
+# Filters of the heads' 1x1 convolutions. The value-like heads get KataGo's 32 channels: one filter
+# followed by a ReLU can go negative on every input and leave the head a constant bias.
+POLICY_HEAD_FILTERS = 2
+VALUE_HEAD_FILTERS = 32
 
-    With `value_head="sai"` the value head is replaced by two copies of it (SAI, METHODS.md section 2):
-    alpha (linear output, points) and beta* with beta = beta_scale * exp(beta*) (beta* clipped to
-    [-15, 15] so beta stays finite); `__call__` then returns (logits, alpha, beta).
+
+class HeadConv(nn.Module):
+    """A head's 1x1 convolution, normalised over the whole board, then ReLU: [B, H, W, C] -> [B, H*W*filters].
+
+    The normalisation (LayerNorm over height, width and filters, per position) keeps about half the units
+    active whatever the conv's weights do, so the head cannot die silently. The fraction of active units
+    is sown as `intermediates/active` (the loop logs it as head health).
+    """
+
+    filters: int
+    dtype: Any
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        h = nn.Conv(self.filters, (1, 1), dtype=self.dtype)(x)
+        h = nn.relu(nn.LayerNorm(reduction_axes=(-3, -2, -1), dtype=self.dtype)(h))
+        self.sow("intermediates", "active", jnp.mean((h > 0).astype(jnp.float32)))
+        return h.reshape(h.shape[0], -1)
+
+
+class ScalarHead(nn.Module):
+    """AlphaZero's value head before its squashing: `HeadConv`, dense + ReLU, dense -> [B] (compute dtype)."""
+
+    filters: int
+    hidden: int
+    dtype: Any
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        v = HeadConv(self.filters, self.dtype, name="conv")(x)
+        v = nn.relu(nn.Dense(self.hidden, dtype=self.dtype)(v))
+        return nn.Dense(1, dtype=self.dtype)(v)[:, 0]
+
+
+class PolicyValueNet(nn.Module):
+    """AlphaZero's network: a conv stem, `num_blocks` residual blocks, a policy head and a tanh value head.
+
+    With `value_head="sai"` the value head is replaced by two heads of the same shape (SAI, METHODS.md
+    section 2): alpha (linear output, points) and beta* with beta = beta_scale * exp(beta*) (beta*
+    clipped to [-15, 15] so beta stays finite); `__call__` then returns (logits, alpha, beta).
+
+    Head health: applied with `mutable=["intermediates"]`, each head's `conv/active` holds the fraction of
+    its active units (see `head_health`).
     """
 
     num_actions: int
@@ -52,6 +94,7 @@ class PolicyValueNet(nn.Module):
     dtype: Any = jnp.float32
     value_head: str = "tanh"
     beta_scale: float = 1.0  # c in beta = c * exp(beta*) (SAI: 10 / intersections)
+    legacy_heads: bool = False  # `Config.legacy_heads`: the unnormalised heads of older saved models
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, ...]:
@@ -60,37 +103,63 @@ class PolicyValueNet(nn.Module):
         for _ in range(self.num_blocks):
             x = ResBlock(self.num_channels, self.dtype)(x)
         x = nn.relu(nn.LayerNorm(dtype=self.dtype)(x))
+        if self.legacy_heads:
+            return self._legacy_heads(x)
 
-        p = nn.relu(nn.Conv(2, (1, 1), dtype=self.dtype)(x))
-        logits = nn.Dense(self.num_actions, dtype=self.dtype)(p.reshape(p.shape[0], -1))
+        p = HeadConv(POLICY_HEAD_FILTERS, self.dtype, name="policy_head")(x)
+        logits = nn.Dense(self.num_actions, dtype=self.dtype)(p)
+
+        def scalar_head(name: str) -> jax.Array:
+            return ScalarHead(VALUE_HEAD_FILTERS, self.num_channels, self.dtype, name=name)(x).astype(jnp.float32)
 
         if self.value_head == "sai":
-            alpha = self._scalar_head(x).astype(jnp.float32)
-            beta_star = self._scalar_head(x).astype(jnp.float32)
+            alpha = scalar_head("alpha_head")
+            beta_star = scalar_head("beta_head")
             beta = self.beta_scale * jnp.exp(jnp.clip(beta_star, -15.0, 15.0))
             return logits.astype(jnp.float32), alpha, beta
-        value = jnp.tanh(self._scalar_head(x))
-        return logits.astype(jnp.float32), value.astype(jnp.float32)
+        return logits.astype(jnp.float32), jnp.tanh(scalar_head("value_head"))
 
-    def _scalar_head(self, x: jax.Array) -> jax.Array:
-        """AlphaZero's value head before its tanh: 1x1 conv, dense, dense -> [B] (compute dtype)."""
-        v = nn.relu(nn.Conv(1, (1, 1), dtype=self.dtype)(x))
-        v = nn.relu(nn.Dense(self.num_channels, dtype=self.dtype)(v.reshape(v.shape[0], -1)))
-        return nn.Dense(1, dtype=self.dtype)(v)[:, 0]
+    def _legacy_heads(self, x: jax.Array) -> tuple[jax.Array, ...]:
+        """The heads of models saved before `HeadConv`: 1x1 convs (2 filters for the policy, 1 for each
+        scalar head) and ReLU without normalisation. Kept so those models load; they report no health."""
+
+        def head_conv(filters: int) -> jax.Array:
+            h = nn.relu(nn.Conv(filters, (1, 1), dtype=self.dtype)(x))
+            return h.reshape(h.shape[0], -1)
+
+        def scalar_head() -> jax.Array:
+            v = nn.relu(nn.Dense(self.num_channels, dtype=self.dtype)(head_conv(1)))
+            return nn.Dense(1, dtype=self.dtype)(v)[:, 0].astype(jnp.float32)
+
+        logits = nn.Dense(self.num_actions, dtype=self.dtype)(head_conv(2)).astype(jnp.float32)
+        if self.value_head == "sai":
+            alpha, beta_star = scalar_head(), scalar_head()
+            return logits, alpha, self.beta_scale * jnp.exp(jnp.clip(beta_star, -15.0, 15.0))
+        return logits, jnp.tanh(scalar_head())
+
+
+def head_health(intermediates: Any) -> dict[str, jax.Array]:
+    """{"<head>_active": fraction of active units after the head's 1x1 conv} from the `intermediates`
+    collection of an `apply(..., mutable=["intermediates"])`."""
+    found = {}
+    for name, sub in intermediates.items():
+        if name.endswith("_head"):
+            active = sub["active"] if "active" in sub else sub["conv"]["active"]
+            found[f"{name}_active"] = active[0]
+    return found
 
 
 def make_network(config: Config, game: Game) -> PolicyValueNet:
     dtype = jnp.bfloat16 if config.compute_dtype == "bfloat16" else jnp.float32
-    if config.value_head == "sai":
-        h, w = game.observation_shape[:2]
-        return PolicyValueNet(num_actions=game.num_actions, num_blocks=config.num_blocks,
-                              num_channels=config.num_channels, dtype=dtype, value_head="sai",
-                              beta_scale=10.0 / (h * w))
+    h, w = game.observation_shape[:2]
     return PolicyValueNet(
         num_actions=game.num_actions,
         num_blocks=config.num_blocks,
         num_channels=config.num_channels,
         dtype=dtype,
+        value_head=config.value_head,
+        beta_scale=10.0 / (h * w) if config.value_head == "sai" else 1.0,
+        legacy_heads=config.legacy_heads,
     )
 
 

@@ -215,41 +215,48 @@ class BranchPoints:
     """Positions of the games in flight picked as branch starts, K at most per game.
 
     states: GameState [B, K], each already carrying its branch komi k'. count: int32 [B], how many of
-    the K are filled for the game now in slot b.
+    the K are filled for the game now in slot b. drawn: int32 [B], how many of the game's positions were
+    drawn so far (the K kept are a uniform choice among them).
     """
 
     states: GameState
     count: Array
+    drawn: Array
 
 
 def init_branch_points(states: GameState, max_branches: int) -> BranchPoints:
     """Empty branch points for the games `states` ([B]) with room for `max_branches` each."""
     tiled = jax.tree.map(lambda x: jnp.repeat(x[:, None], max_branches, axis=1), states)
-    return BranchPoints(states=tiled, count=jnp.zeros(states.komi.shape, jnp.int32))
+    zeros = jnp.zeros(states.komi.shape, jnp.int32)
+    return BranchPoints(states=tiled, count=zeros, drawn=zeros)
 
 
 def record_branch_points(points: BranchPoints, key: Array, states: GameState, alpha_black: Array,
                          branch_prob: float, max_abs_komi: float, active: Array | None = None) -> BranchPoints:
-    """Each (active, non-terminal) position `states[b]` becomes a branch point of its game with probability
-    `branch_prob`, independently, while the game has fewer than K; its komi is k' = 0.5 + floor(alpha_black).
+    """Each (active, non-terminal) position `states[b]` is drawn as a branch point of its game with
+    probability `branch_prob`, independently; its komi is k' = 0.5 + floor(alpha_black).
 
-    Called once per move with the positions about to be searched, this picks the first K of the
-    independently drawn positions of each game (METHODS.md: "each non-terminal position independently
-    with probability C_branch, at most 3 per game").
+    Called once per move with the positions about to be searched. When a game draws more than K positions,
+    the K it keeps are a uniform choice among all it drew (reservoir sampling: the n-th draw, n > K, replaces
+    a uniformly chosen kept one with probability K / n), as METHODS.md section 2 has it: "each non-terminal
+    position independently with probability C_branch, at most 3 per game".
     """
     k = jax.tree.leaves(points.states)[0].shape[1]
-    draw = jax.random.bernoulli(key, branch_prob, points.count.shape) & ~states.terminated
+    k_draw, k_keep, k_slot = jax.random.split(key, 3)
+    draw = jax.random.bernoulli(k_draw, branch_prob, points.count.shape) & ~states.terminated
     if active is not None:
         draw = draw & active
-    draw = draw & (points.count < k)
+    n = points.drawn + draw  # this draw is the game's n-th
+    keep = draw & ((n <= k) | (jax.random.uniform(k_keep, n.shape) * n < k))
+    slot = jnp.where(n <= k, n - 1, jax.random.randint(k_slot, n.shape, 0, k))
     branch = states.replace(komi=branch_komi(alpha_black, max_abs_komi))
-    at = draw[:, None] & (jnp.arange(k)[None, :] == points.count[:, None])  # [B, K]
+    at = keep[:, None] & (jnp.arange(k)[None, :] == slot[:, None])  # [B, K]
 
     def put(buf: Array, x: Array) -> Array:
         sel = at.reshape(at.shape + (1,) * (buf.ndim - 2))
         return jnp.where(sel, x[:, None], buf)
 
-    return BranchPoints(states=jax.tree.map(put, points.states, branch), count=points.count + draw)
+    return BranchPoints(states=jax.tree.map(put, points.states, branch), count=jnp.minimum(n, k), drawn=n)
 
 
 def take_branch_points(points: BranchPoints, ended: Array) -> tuple[GameState, Array, BranchPoints]:
@@ -258,7 +265,8 @@ def take_branch_points(points: BranchPoints, ended: Array) -> tuple[GameState, A
     b, k = points.count.shape[0], jax.tree.leaves(points.states)[0].shape[1]
     mask = ended[:, None] & (jnp.arange(k)[None, :] < points.count[:, None])
     flat = jax.tree.map(lambda x: x.reshape(b * k, *x.shape[2:]), points.states)
-    return flat, mask.reshape(b * k), points.replace(count=jnp.where(ended, 0, points.count))
+    emptied = points.replace(count=jnp.where(ended, 0, points.count), drawn=jnp.where(ended, 0, points.drawn))
+    return flat, mask.reshape(b * k), emptied
 
 
 # ---------------------------------------------------------------- read-outs

@@ -193,15 +193,29 @@ def root_visit_counts(out: mctx.PolicyOutput) -> jax.Array:
     return out.search_tree.summary().visit_counts
 
 
-def choose_action(spec: SearchSpec, key: jax.Array, out: mctx.PolicyOutput, explore: jax.Array) -> jax.Array:
-    """The move to play: with `explore` ([B] bool, tau = 1) pi ~ N^(1/tau) for PUCT, the Gumbel
-    root's own sampled action for Gumbel; otherwise greedy (most visits / best improved policy)."""
-    chex.assert_rank(explore, 1)
-    visits = root_visit_counts(out).astype(jnp.float32)
+def searched_choice(spec: SearchSpec, out: mctx.PolicyOutput) -> jax.Array:
+    """int32 [B]: the search's own choice: Gumbel's sequential-halving winner (mctx's `action`), or PUCT's
+    most visited root child (first on ties). Both were visited by the search."""
     if spec.kind == "gumbel":
-        explored = out.action
-        greedy = jnp.argmax(out.action_weights, axis=-1)
-    else:
-        explored = jax.random.categorical(key, jnp.log(visits + 1e-30), axis=-1)
-        greedy = jnp.argmax(visits, axis=-1)
-    return jnp.where(explore, explored, greedy).astype(jnp.int32)
+        return out.action.astype(jnp.int32)
+    return jnp.argmax(root_visit_counts(out), axis=-1).astype(jnp.int32)
+
+
+def choose_move(spec: SearchSpec, key: jax.Array, out: mctx.PolicyOutput, explore: jax.Array,
+                tau: jax.Array | float = 1.0) -> jax.Array:
+    """The one move chooser of self-play, evaluation, arena and engines: int32 [B].
+
+    Where `explore` ([B] bool, e.g. inside the temperature window) the move is sampled from the search's
+    policy target pi^(1/tau) (`out.action_weights`: PUCT's visit distribution, Gumbel's improved policy);
+    elsewhere it is the search's own choice (`searched_choice`). Argmax of Gumbel's improved policy is
+    never played: unvisited moves share one mixed value, so it can pick a move the search never looked at.
+    """
+    chex.assert_rank(explore, 1)
+    tau = jnp.broadcast_to(jnp.asarray(tau, jnp.float32), explore.shape)
+    weights = out.action_weights
+    logits = jnp.where(weights > 0, jnp.log(jnp.maximum(weights, 1e-30)), -jnp.inf)
+    logits = logits / jnp.where(tau > 0, tau, 1.0)[:, None]
+    # A finished game's root has no weights; its move is never played.
+    logits = jnp.where(jnp.isfinite(logits).any(axis=-1, keepdims=True), logits, 0.0)
+    sampled = jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
+    return jnp.where(explore & (tau > 0), sampled, searched_choice(spec, out))

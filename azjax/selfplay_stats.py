@@ -40,7 +40,7 @@ from flax import struct
 
 from azjax.agents import ActFn, Agent
 from azjax.games import Game, GameState
-from azjax.search import Evaluator, SearchSpec, root_visit_counts, run_search
+from azjax.search import Evaluator, SearchSpec, choose_move, run_search
 
 # ---------------------------------------------------------------- measures (numpy)
 
@@ -200,37 +200,14 @@ def selfplay_params(
     )
 
 
-def sample_visits(key: jax.Array, visits: jax.Array, tau: jax.Array, legal: jax.Array) -> jax.Array:
-    """int32 [B]: a ~ N^(1/tau) over `visits` [B, A] (tau [] or [B]; tau = 0: most visits, first on ties).
-
-    Moves without visits are never sampled when tau > 0 (N^(1/tau) = 0); if no legal move has a
-    visit the argmax falls back to the first legal move.
-    """
-    visits = visits.astype(jnp.float32)
-    tau = jnp.broadcast_to(jnp.asarray(tau, jnp.float32), visits.shape[:1])
-    greedy = jnp.argmax(jnp.where(legal, visits + 0.5 * legal, -1.0), axis=-1)
-    safe_tau = jnp.where(tau > 0, tau, 1.0)[:, None]
-    logits = jnp.where((visits > 0) & legal, jnp.log(jnp.maximum(visits, 1.0)) / safe_tau, -jnp.inf)
-    any_visit = jnp.any((visits > 0) & legal, axis=-1)
-    sampled = jax.random.categorical(key, jnp.where(any_visit[:, None], logits, 0.0), axis=-1)
-    return jnp.where((tau > 0) & any_visit, sampled, greedy).astype(jnp.int32)
-
-
 @functools.cache
 def _temperature_act(game: Game, evaluate: Evaluator, spec: SearchSpec, contempt: bool) -> ActFn:
     def act(params: SelfPlayParams, key: jax.Array, states: GameState) -> jax.Array:
         search_key, move_key = jax.random.split(key)
         run_spec = dataclasses.replace(spec, n_scl=params.n_scl if contempt else None)
         out = run_search(run_spec, game, evaluate, params.evaluator, search_key, states)
-        visits = root_visit_counts(out)
-        legal = states.legal_action_mask
         explore = states.move_number < params.temperature_moves
-        tau = jnp.where(explore, params.tau, 0.0)
-        actions = sample_visits(move_key, visits, tau, legal)
-        if spec.kind == "gumbel":
-            greedy = jnp.argmax(jnp.where(legal, out.action_weights, -jnp.inf), axis=-1).astype(jnp.int32)
-            actions = jnp.where(tau > 0, actions, greedy)
-        return actions
+        return choose_move(spec, move_key, out, explore, params.tau)
 
     return act
 
@@ -251,8 +228,8 @@ def temperature_agent(
       spec: the search; `spec.n_scl` an int turns search-contempt on (its value can later be changed
         through the params), None runs the plain search. Root noise comes from the spec
         (`dirichlet_fraction`); pass 0 for noiseless play.
-      tau: move temperature (0 = most visits). Gumbel search plays its improved-policy argmax when
-        greedy and samples root visits when tau > 0.
+      tau: move temperature: inside the window the move is drawn from the search's policy target
+        pi^(1/tau) (`azjax.search.choose_move`); tau = 0 or outside the window, the search's own choice.
       temperature_moves: tau applies to moves with `state.move_number < temperature_moves` (plies
         since the start position), then greedy; None = the whole game.
       params: the evaluator's params.

@@ -30,8 +30,15 @@ from azjax.loop import LoopState, Trainer
 METRIC_COLUMNS = [
     "step", "moves", "games", "first_player_wins", "draws", "first_player_losses", "mean_game_length",
     "loss", "policy_loss", "value_loss", "l2", "policy_target_entropy", "root_value", "replay_positions",
-    "sgd_applied",
+    "sgd_applied", "unvisited_greedy_moves",
 ]
+# Head health, from the SGD batches (NaN before SGD starts): the std over the batch of each scalar head's
+# output, and the fraction of active units after each head's 1x1 conv. A head that outputs a constant
+# shows a std near zero (see `HeadWatch`).
+HEAD_COLUMNS = {
+    "tanh": ["value_std", "policy_head_active", "value_head_active"],
+    "sai": ["alpha_std", "beta_std", "policy_head_active", "alpha_head_active", "beta_head_active"],
+}
 # SAI runs (value_head="sai") add: the empty board's sigmoid (Black's expected board lead and beta) before the
 # step's SGD, and the step's game starts (from the branch queue or new, with the new games' komi).
 SAI_COLUMNS = ["empty_board_black_lead", "empty_board_beta", "branch_starts", "branches_queued", "new_games",
@@ -43,7 +50,7 @@ EVAL_COLUMNS = ["step", "time_s", "opponent", "games", "wins", "draws", "losses"
 
 def metric_columns(config: Config) -> list[str]:
     """The loop's columns of metrics.csv for `config` (without the timing columns)."""
-    return METRIC_COLUMNS + (SAI_COLUMNS if config.value_head == "sai" else [])
+    return METRIC_COLUMNS + HEAD_COLUMNS[config.value_head] + (SAI_COLUMNS if config.value_head == "sai" else [])
 
 
 @dataclass
@@ -106,6 +113,8 @@ def step_row(config: Config, step: int, moves: int, m: dict[str, Any]) -> dict[s
                                      "root_value")},
         "replay_positions": int(m["replay_positions"]),
         "sgd_applied": int(bool(m["sgd_applied"])),
+        "unvisited_greedy_moves": int(m["unvisited_greedy_moves"]),
+        **{k: float(m.get(k, math.nan)) for k in HEAD_COLUMNS[config.value_head]},  # legacy heads: no *_active
     }
     if config.value_head == "sai":
         new = int(m["new_games"])
@@ -117,6 +126,44 @@ def step_row(config: Config, step: int, moves: int, m: dict[str, Any]) -> dict[s
                    new_game_komi_std=math.sqrt(max(var, 0.0)) if new else float("nan"),
                    start_queue_size=int(m["start_queue_size"]))
     return row
+
+
+@dataclass
+class HeadWatch:
+    """Warns once when a head looks dead: its output std over the SGD batch stays below `min_std`, or none
+    of its units after the 1x1 conv is active, for `patience` SGD steps in a row."""
+
+    columns: list[str]
+    min_std: float = 1e-4
+    patience: int = 20
+    _since: dict[str, int] = field(default_factory=dict)
+    _run: dict[str, int] = field(default_factory=dict)
+    _warned: set[str] = field(default_factory=set)
+
+    def update(self, row: dict[str, Any]) -> list[str]:
+        """The warnings this metrics row raises (each head warns once until it recovers)."""
+        if not row.get("sgd_applied"):
+            return []
+        warnings = []
+        for col in self.columns:
+            value = float(row[col])
+            dead = value < self.min_std if col.endswith("_std") else value <= 0.0
+            if not dead:
+                self._run[col] = 0
+                self._warned.discard(col)
+                continue
+            if self._run.get(col, 0) == 0:
+                self._since[col] = int(row["step"])
+            self._run[col] = self._run.get(col, 0) + 1
+            if self._run[col] >= self.patience and col not in self._warned:
+                self._warned.add(col)
+                what = "output std over the batch" if col.endswith("_std") else "fraction of active units"
+                limit = f"below {self.min_std:g}" if col.endswith("_std") else "at 0"
+                warnings.append(
+                    f"WARNING: {col.rsplit('_', 1)[0]} head: {what} has stayed {limit} for {self._run[col]} SGD "
+                    f"steps (steps {self._since[col]}-{row['step']}): the head outputs a constant, and what is "
+                    f"built on it (values, searches, results) is an artifact")
+        return warnings
 
 
 def evaluate(config: Config, trainer: Trainer, params: Any, step: int) -> dict[str, Any]:
@@ -184,6 +231,8 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
     elapsed0 = float(log.rows[-1]["time_s"]) if log.rows else 0.0
     positions_per_step = config.num_envs * config.moves_per_step
     bar = _progress(progress, start, config.num_steps)
+    watch = HeadWatch([c for c in HEAD_COLUMNS[config.value_head] if c.endswith(("_std", "_active"))])
+    spread = HEAD_COLUMNS[config.value_head][0]  # value_std, or alpha_std for SAI
     interrupted = False
 
     def on_signal(signum: int, frame: Any) -> None:  # finish the step, checkpoint, then stop
@@ -212,13 +261,16 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
                 sims_per_s=positions_per_step * config.num_simulations / dt,
             )
             log.add(row)
+            for warning in watch.update(row):
+                _say(bar, warning)
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(loss=f"{row['loss']:.3f}", games_s=f"{row['games_per_s']:.0f}",
-                                len=f"{row['mean_game_length']:.1f}")
+                                len=f"{row['mean_game_length']:.1f}", **{spread: f"{row[spread]:.3g}"})
             elif step % config.log_every == 0:
                 print(f"step {step}/{config.num_steps} loss {row['loss']:.3f} games/s {row['games_per_s']:.1f} "
-                      f"sims/s {row['sims_per_s']:.0f} len {row['mean_game_length']:.1f}", flush=True)
+                      f"sims/s {row['sims_per_s']:.0f} len {row['mean_game_length']:.1f} {spread} {row[spread]:.3g} "
+                      f"head active >= {min(row[c] for c in watch.columns if c.endswith('_active')):.2f}", flush=True)
             if config.eval_every and (step % config.eval_every == 0 or step == config.num_steps):
                 ev = evaluate(config, trainer, state.params, step)
                 ev["time_s"] = elapsed0 + time.perf_counter() - t_run

@@ -151,3 +151,13 @@ def test_parse_field_every_field_round_trips() -> None:
     for f in dataclasses.fields(Config):
         value = getattr(Config(), f.name)
         assert parse_field(f.name, str(value)) == value, f.name
+
+
+def test_a_saved_config_without_legacy_heads_is_a_model_with_the_old_heads():
+    """config.json files written before normalised heads existed load with `legacy_heads=True`, so the
+    network built for them matches their parameters; new configs save the field explicitly."""
+    old = Config().to_dict()
+    del old["legacy_heads"]
+    assert Config.from_dict(old).legacy_heads is True
+    assert Config.from_json(Config().to_json()).legacy_heads is False
+    assert Config().legacy_heads is False and preset("go_7x7", "sai").legacy_heads is False

@@ -24,7 +24,6 @@ from azjax.selfplay_stats import (
     first_player_outcomes,
     json_float,
     repeat_fraction,
-    sample_visits,
     selfplay_stats,
     wdl,
 )
@@ -89,22 +88,6 @@ def test_selfplay_stats_first_mover_view():
     d = stats.to_dict()
     assert d["games"] == 4 and d["decisive_ratio"] == 3.0 and d["repeat_fraction"] == [0.5, 0.25]
     json.dumps(d)
-
-
-def test_sample_visits_temperature():
-    visits = jnp.array([[0, 3, 1, 0], [2, 2, 0, 5]], jnp.int32)
-    legal = jnp.array([[True, True, True, False], [True, True, True, True]])
-    greedy = sample_visits(jax.random.key(0), visits, jnp.float32(0.0), legal)
-    np.testing.assert_array_equal(greedy, [1, 3])
-    keys = jax.random.split(jax.random.key(1), 4000)
-    draws = jax.vmap(lambda k: sample_visits(k, visits, jnp.float32(1.0), legal))(keys)
-    draws = np.asarray(draws)
-    assert not np.isin(draws[:, 0], [0, 3]).any()  # no visits -> never sampled
-    np.testing.assert_allclose(np.bincount(draws[:, 0], minlength=4)[1:3] / 4000, [0.75, 0.25], atol=0.03)
-    np.testing.assert_allclose(np.bincount(draws[:, 1], minlength=4) / 4000, [2 / 9, 2 / 9, 0, 5 / 9], atol=0.03)
-    # A per-game tau: greedy in the first game, sampling in the second.
-    mixed = jax.vmap(lambda k: sample_visits(k, visits, jnp.array([0.0, 1.0]), legal))(keys[:500])
-    assert (np.asarray(mixed)[:, 0] == 1).all() and len(set(np.asarray(mixed)[:, 1])) > 1
 
 
 def _uniform_evaluator(params, states):

@@ -86,7 +86,7 @@ def test_loop_with_q_mixed_targets_stores_root_values(tiny_overrides):
 def test_loss_matches_hand_computation():
     logits = jnp.array([[0.0, 0.0], [2.0, 0.0]])
     values = jnp.array([0.5, -0.5])
-    apply = lambda params, obs: (logits, values)  # noqa: E731
+    apply = lambda params, obs: ((logits, values), {"value_head_active": jnp.float32(0.5)})  # noqa: E731
     params = {"w": jnp.ones((2, 2))}
     policy = jnp.array([[1.0, 0.0], [0.5, 0.5]])
     z = jnp.array([1.0, 1.0])
@@ -97,6 +97,41 @@ def test_loss_matches_hand_computation():
     np.testing.assert_allclose(info["value_loss"], mse, rtol=1e-6)
     np.testing.assert_allclose(total, ce + mse, rtol=1e-5)
     np.testing.assert_allclose(info["l2"], 4.0)
+    np.testing.assert_allclose(info["value_std"], 0.5)  # head health: std of v over the batch
+    assert float(info["value_head_active"]) == 0.5
+
+
+def test_outcomes_and_root_values_are_from_the_view_of_each_entrys_player_to_move(tiny_overrides):
+    """In Connect Four the player who makes a game's last move never loses it: that entry's z is +1 (or 0 for a
+    draw), the entry before it (the opponent's) has -z, and where the last mover won, the search that found
+    the win valued its root for the mover (q > 0 on average). A flipped sign fails each of these. The
+    temperature window counts moves from each trajectory's start."""
+    b = 16
+    cfg = preset("connect_four", **{**tiny_overrides, "num_envs": b, "replay_size": b * 48, "moves_per_step": 8,
+                                    "num_simulations": 16, "value_target_q_weight": 0.5, "sgd_steps_per_step": 0})
+    trainer = Trainer(cfg)
+    state = trainer.init(0)
+    for step in range(5):
+        state, m = trainer.step(state)
+        assert int(m["unvisited_greedy_moves"]) == 0
+        if step == 0:  # every slot's first 4 moves explore, and a game that ended restarts its window
+            assert 4 * b <= int(m["window_moves"]) <= 4 * b + 4 * int(m["games"])
+    r = jax.tree.map(np.asarray, state.replay)
+    last_z, prev_z, last_q = [], [], []
+    for slot in range(b):
+        rows = np.arange(slot, 40 * b, b)  # this slot's entries in the order they were written
+        for game in np.unique(r.game_id[rows]):
+            mine = rows[(r.game_id[rows] == game) & r.has_target[rows]]
+            if len(mine) < 2:
+                continue
+            last_z.append(r.value[mine[-1]])
+            prev_z.append(r.value[mine[-2]])
+            if r.value[mine[-1]] > 0:
+                last_q.append(r.root_value[mine[-1]])
+    last_z, prev_z = np.array(last_z), np.array(prev_z)
+    assert len(last_z) >= b and set(last_z) <= {0.0, 1.0} and (last_z == 1.0).any()
+    np.testing.assert_array_equal(prev_z, -last_z)
+    assert np.mean(last_q) > 0.2, last_q
 
 
 def test_step_plays_writes_and_learns(tiny_overrides):

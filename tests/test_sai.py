@@ -188,6 +188,51 @@ def test_sensible_child_value_by_hand(go7: Game) -> None:
     np.testing.assert_allclose(v_child, 1 - 2 * mu_black, atol=1e-5)  # White's view
 
 
+def test_sensible_child_value_with_a_white_parent_by_hand(go7: Game) -> None:
+    """White to move at the parent, Black at the child: the parent's xbar is White's bonus, handed to the child
+    as Black's bonus -xbar_white, and the child's value is Black's 2 mu - 1."""
+    lam, beta, komi = 0.4, 0.7, 6.5
+
+    def heads(params, states):
+        black = sai.black_to_move(states)
+        alpha = jnp.where(black, params["lead"], -params["lead"])
+        return jnp.zeros(states.legal_action_mask.shape), alpha, jnp.full(alpha.shape, beta)
+
+    ev = sai.sensible_evaluator(heads, lam)
+    first = jax.tree.map(lambda x: x[None], go7.init(jax.random.key(0), komi))
+    parent = jax.vmap(go7.step)(first, jnp.int32([24]))  # Black played; White to move
+    assert not bool(sai.black_to_move(parent)[0])
+    _, v_parent, xbar_black = ev.root({"lead": jnp.float32(4.0)}, parent)
+    white_lead = -4.0 + komi  # White's expected margin after komi
+    p = 1 / (1 + math.exp(-beta * white_lead))
+    pi = (1 - lam) * p + lam / 2
+    xbar_white = math.log(pi / (1 - pi)) / beta - white_lead
+    np.testing.assert_allclose(v_parent, 2 * p - 1, rtol=1e-5)  # White's view
+    np.testing.assert_allclose(xbar_black, -xbar_white, rtol=1e-5)
+    child = jax.vmap(go7.step)(parent, jnp.int32([0]))  # Black to move again
+    _, v_child, _ = ev.child({"lead": jnp.float32(2.0)}, child, xbar_black)
+    mu_black = _mu_numeric(2.0 - komi, beta, -xbar_white)
+    np.testing.assert_allclose(v_child, 2 * mu_black - 1, atol=1e-5)  # Black's view
+
+
+def test_sai_loss_forms_the_value_from_alpha_beta_and_the_signed_komi() -> None:
+    """v = 2 sigmoid(beta (alpha + kbar)) - 1 in the value loss; with kbar's sign flipped the loss differs."""
+    from azjax.loop import loss_fn
+
+    logits = jnp.zeros((2, 3))
+    alpha, beta = jnp.array([10.0, -3.0]), jnp.array([0.5, 0.2])
+    kbar = jnp.array([-7.5, 7.5])  # Black to move at komi 7.5; White to move at komi 7.5
+    z = jnp.array([1.0, -1.0])
+    apply = lambda params, obs: ((logits, alpha, beta), {})  # noqa: E731
+    policy = jnp.full((2, 3), 1 / 3)
+    _, info = loss_fn(apply, {}, None, policy, z, 1.0, kbar)
+    v = 2 / (1 + np.exp(-np.array([0.5 * 2.5, 0.2 * 4.5]))) - 1
+    np.testing.assert_allclose(info["value_loss"], np.mean((v - np.array([1.0, -1.0])) ** 2), rtol=1e-6)
+    _, flipped = loss_fn(apply, {}, None, policy, z, 1.0, -kbar)
+    assert abs(float(flipped["value_loss"]) - float(info["value_loss"])) > 0.1
+    np.testing.assert_allclose([info["alpha_std"], info["beta_std"]], [6.5, 0.15], rtol=1e-6)
+
+
 # ---------------------------------------------------------------- per-game komi scoring
 
 
@@ -279,42 +324,56 @@ def test_official_komi_share_and_clipping() -> None:
 # ---------------------------------------------------------------- branching
 
 
-def test_branching_rate_and_komi(go7: Game) -> None:
-    """Synthetic games: B slots, T positions each, alpha_black drawn per position. Each position becomes a
-    branch point with probability C_branch, the first K per game are kept, each with komi 0.5 + floor(alpha_black).
-    The number per game must follow min(Binomial(T, C), K) (chi-square), and the kept positions must be the
-    first drawn ones."""
-    b, t, k, p = 1000, 40, 3, 0.05
+def _record_synthetic_games(go7: Game, b: int, t: int, k: int, p: float):
+    """B synthetic games of T positions each, alpha_black drawn per position; each position's index is
+    stored in its `_step_count` so the kept branch points can be traced back. Returns (points, alpha_black)."""
     games = jax.vmap(go7.init)(jax.random.split(jax.random.key(0), b))
     points = sai.init_branch_points(games, k)
-    rng = np.random.default_rng(0)
-    alpha_black = rng.normal(0, 10, (t, b)).astype(np.float32)
+    alpha_black = np.random.default_rng(0).normal(0, 10, (t, b)).astype(np.float32)
     record = jax.jit(lambda pts, key, s, a: sai.record_branch_points(pts, key, s, a, p, 49.5))
     keys = jax.random.split(jax.random.key(1), t)
     for i in range(t):
-        tagged = games.replace(env=games.env.replace(_step_count=jnp.full(b, i, jnp.int32)))  # the position's index
+        tagged = games.replace(env=games.env.replace(_step_count=jnp.full(b, i, jnp.int32)))
         points = record(points, keys[i], tagged, jnp.asarray(alpha_black[i]))
+    return points, alpha_black
+
+
+def test_branching_rate_and_komi(go7: Game) -> None:
+    """Each position is drawn with probability C_branch and at most K per game are kept, each with komi
+    0.5 + floor(alpha_black): the number kept per game follows min(Binomial(T, C), K) (chi-square), the number
+    drawn has mean T C (within 5 standard errors)."""
+    b, t, k, p = 1000, 40, 3, 0.05
+    points, alpha_black = _record_synthetic_games(go7, b, t, k, p)
     flat, mask, emptied = sai.take_branch_points(points, jnp.ones(b, bool))
     count = np.asarray(points.count)
     np.testing.assert_array_equal(np.asarray(mask).reshape(b, k).sum(1), count)
-    assert not np.asarray(emptied.count).any()
+    assert not np.asarray(emptied.count).any() and not np.asarray(emptied.drawn).any()
     probs = stats.binom.pmf(np.arange(k), t, p)
     expected = np.append(probs, 1 - probs.sum()) * b
     observed = np.bincount(count, minlength=k + 1)
     assert stats.chisquare(observed, expected).pvalue > 1e-4, (observed, expected)
-    # Komi and order of the kept points.
+    drawn = np.asarray(points.drawn)
+    assert abs(drawn.mean() - t * p) < 5 * math.sqrt(t * p * (1 - p) / b)
     at = np.asarray(flat.env._step_count).reshape(b, k)
     komi = np.asarray(flat.komi).reshape(b, k)
     for slot in range(b):
         idx = at[slot, : count[slot]]
-        assert np.all(np.diff(idx) > 0)
+        assert len(set(idx)) == len(idx)
         np.testing.assert_array_equal(komi[slot, : count[slot]], 0.5 + np.floor(alpha_black[idx, slot]))
-    # Rate: the first draw's position is geometric; its mean over slots with any branch, within 5 standard errors.
-    first = at[count > 0, 0]
-    trunc = np.arange(t)
-    w = p * (1 - p) ** trunc
-    mean, var = (w * trunc).sum() / w.sum(), (w * trunc**2).sum() / w.sum() - ((w * trunc).sum() / w.sum()) ** 2
-    assert abs(first.mean() - mean) < 5 * math.sqrt(var / len(first))
+
+
+def test_branch_points_kept_are_a_uniform_choice_among_those_drawn(go7: Game) -> None:
+    """With ~10 draws per game and K = 3, every position is equally likely to be kept (each is drawn with the
+    same probability, and a uniform choice among the drawn keeps each drawn one alike): the kept indices are
+    uniform over the game (chi-square). Keeping the first K drawn would crowd them into the opening."""
+    b, t, k, p = 1000, 40, 3, 0.25
+    points, _ = _record_synthetic_games(go7, b, t, k, p)
+    assert (np.asarray(points.count) == np.minimum(np.asarray(points.drawn), k)).all()
+    flat, mask, _ = sai.take_branch_points(points, jnp.ones(b, bool))
+    kept = np.asarray(flat.env._step_count)[np.asarray(mask)]
+    observed = np.bincount(kept, minlength=t)
+    assert stats.chisquare(observed).pvalue > 1e-4, observed
+    assert abs(kept.mean() - (t - 1) / 2) < 1.0
 
 
 def test_branching_skips_terminal_and_inactive(go7: Game) -> None:
@@ -399,10 +458,20 @@ def test_sai_loop_trains_with_komi_per_game_and_branches() -> None:
     komi0 = np.asarray(state.actors.state.komi)
     assert len(set(komi0.tolist())) > 1, "new games draw their komi"
     totals = {"branch_starts": 0, "branches_queued": 0, "games": 0, "new_games": 0}
-    losses, komi_seen = [], set(komi0.tolist())
-    for _ in range(cfg.num_steps):
+    losses, komi_seen, alpha_std = [], set(komi0.tolist()), []
+    for step in range(cfg.num_steps):
         state, m = trainer.step(state)
         m = jax.device_get(m)
+        if step == 0:  # every game began with Black to move: entry 0 of each slot has kbar -komi, entry 1 +komi
+            b = cfg.num_envs
+            np.testing.assert_array_equal(np.asarray(state.replay.kbar[:b]), -komi0)
+            np.testing.assert_array_equal(np.asarray(state.replay.kbar[b:2 * b]), komi0)
+        # Branches start only from standard games: a branch game never holds branch points.
+        branch_game = np.asarray(state.actors.branch_game)
+        assert not np.asarray(state.actors.branches.count)[branch_game].any()
+        assert int(m["unvisited_greedy_moves"]) == 0
+        if m["sgd_applied"]:
+            alpha_std.append(float(m["alpha_std"]))
         komi_seen |= set(np.asarray(state.actors.state.komi).tolist())
         for key in totals:
             totals[key] += int(m[key])
@@ -412,6 +481,7 @@ def test_sai_loop_trains_with_komi_per_game_and_branches() -> None:
     assert losses and np.all(np.isfinite(losses))
     assert totals["games"] > 0 and totals["branches_queued"] > 0
     assert 0 < totals["branch_starts"] <= totals["branches_queued"], totals
+    assert min(alpha_std) > 1e-3, alpha_std  # the alpha head is alive: its output varies across positions
     assert len(komi_seen) > 2, komi_seen
     # Every replay entry keeps its own signed komi: +-komi of its game, the sign by the colour to move.
     replay = state.replay

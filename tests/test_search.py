@@ -19,7 +19,7 @@ from azjax.config import Config
 from azjax.games import Game, GameState, make_game
 from azjax.search import (
     SearchSpec,
-    choose_action,
+    choose_move,
     make_recurrent_fn,
     mask_logits,
     root_fn,
@@ -215,38 +215,72 @@ def test_go_terminal_reward_follows_each_games_komi() -> None:
 # ---------------------------------------------------------------- choosing the move
 
 
-def test_choose_action_puct(outputs: dict[str, list[mctx.PolicyOutput]]) -> None:
+def test_choose_move_puct_plays_most_visited_outside_the_window_and_samples_visits_inside(
+        outputs: dict[str, list[mctx.PolicyOutput]]) -> None:
     """Greedy without exploration; with it, samples pi ~ N (tau = 1): over 4000 draws each empirical
     frequency is within 0.03 of N(a)/sum N (the standard error is at most 0.008, so ~4 sigma)."""
     out = outputs["puct"][0]
     visits = np.asarray(root_visit_counts(out))
     batch = visits.shape[0]
-    greedy = choose_action(PUCT, jax.random.PRNGKey(0), out, jnp.zeros(batch, bool))
+    greedy = choose_move(PUCT, jax.random.PRNGKey(0), out, jnp.zeros(batch, bool))
     np.testing.assert_array_equal(greedy, visits.argmax(-1))
 
     draws = 4000
-    sample = jax.jit(jax.vmap(lambda key: choose_action(PUCT, key, out, jnp.ones(batch, bool))))
+    sample = jax.jit(jax.vmap(lambda key: choose_move(PUCT, key, out, jnp.ones(batch, bool))))
     actions = np.asarray(sample(jax.random.split(jax.random.PRNGKey(1), draws)))  # [draws, B]
-    for b in range(batch):
+    for b in range(batch - 1):  # the last root is a finished game
         freq = np.bincount(actions[:, b], minlength=visits.shape[1]) / draws
         np.testing.assert_allclose(freq, visits[b] / visits[b].sum(), atol=0.03)
         assert (freq[visits[b] == 0] == 0).all()
 
-    mixed = choose_action(PUCT, jax.random.PRNGKey(2), out, jnp.array([False, True, False, True]))
+    mixed = choose_move(PUCT, jax.random.PRNGKey(2), out, jnp.array([False, True, False, True]))
     assert int(mixed[0]) == visits[0].argmax() and int(mixed[2]) == visits[2].argmax()
     assert mixed.dtype == jnp.int32
 
 
-def test_choose_action_gumbel(outputs: dict[str, list[mctx.PolicyOutput]]) -> None:
+def test_choose_move_temperature_sharpens_the_policy_target() -> None:
+    """pi^(1/tau): tau = 0.5 squares the target's weights (renormalised); tau = 0 is the search's choice;
+    moves without weight are never drawn."""
+    weights = jnp.array([[0.0, 0.6, 0.2, 0.2]])
+    out = mctx.PolicyOutput(action=jnp.array([2]), action_weights=weights, search_tree=None)
+    keys = jax.random.split(jax.random.key(1), 4000)
+    draws = np.asarray(jax.vmap(lambda k: choose_move(GUMBEL, k, out, jnp.ones(1, bool), 0.5))(keys))[:, 0]
+    np.testing.assert_allclose(np.bincount(draws, minlength=4) / 4000, [0, 0.36 / 0.44, 0.04 / 0.44, 0.04 / 0.44],
+                               atol=0.03)
+    greedy = jax.vmap(lambda k: choose_move(GUMBEL, k, out, jnp.ones(1, bool), 0.0))(keys[:50])
+    assert (np.asarray(greedy) == 2).all()  # Gumbel's own choice, not the argmax of its improved policy
+
+
+def test_choose_move_gumbel_plays_the_sequential_halving_winner_after_the_window(
+        outputs: dict[str, list[mctx.PolicyOutput]]) -> None:
     out = outputs["gumbel"][1]
     batch = out.action.shape[0]
-    explored = choose_action(GUMBEL, jax.random.PRNGKey(0), out, jnp.ones(batch, bool))
-    np.testing.assert_array_equal(explored, out.action)  # the Gumbel root's own sampled action
-    greedy = choose_action(GUMBEL, jax.random.PRNGKey(0), out, jnp.zeros(batch, bool))
-    np.testing.assert_array_equal(greedy, np.asarray(out.action_weights).argmax(-1))
+    greedy = choose_move(GUMBEL, jax.random.PRNGKey(0), out, jnp.zeros(batch, bool))
+    np.testing.assert_array_equal(greedy, out.action)
     assert int(greedy[0]) == WIN_COL and int(greedy[1]) == BLOCK_COL
+    explored = jax.vmap(lambda k: choose_move(GUMBEL, k, out, jnp.ones(batch, bool)))(
+        jax.random.split(jax.random.PRNGKey(3), 200))
+    weights = np.asarray(out.action_weights)
+    for b in range(batch - 1):
+        assert (weights[b, np.asarray(explored)[:, b]] > 0).all()  # drawn from the improved policy
     with pytest.raises(AssertionError):  # chex: `explore` must be [B]
-        choose_action(GUMBEL, jax.random.PRNGKey(0), out, jnp.ones((batch, 1), bool))
+        choose_move(GUMBEL, jax.random.PRNGKey(0), out, jnp.ones((batch, 1), bool))
+
+
+def test_gumbel_greedy_moves_were_all_visited_where_the_improved_policy_argmax_was_not() -> None:
+    """With few simulations most legal Go moves stay unvisited and tie in Gumbel's improved policy; the
+    chosen move must always be one the search visited (the argmax of the improved policy often is not)."""
+    game = make_game("go_9x9")
+    states = jax.vmap(game.init)(jax.random.split(jax.random.PRNGKey(0), 64))
+    spec = SearchSpec(kind="gumbel", num_simulations=4, max_num_considered_actions=4, gumbel_scale=1.0)
+    params = params_for(game, value=0.0)
+    out = jax.jit(run_search, static_argnums=(0, 1, 2))(spec, game, constant_evaluator, params,
+                                                         jax.random.PRNGKey(1), states)
+    visits = np.asarray(root_visit_counts(out))
+    chosen = np.asarray(choose_move(spec, jax.random.PRNGKey(2), out, jnp.zeros(64, bool)))
+    assert (visits[np.arange(64), chosen] > 0).all()
+    argmax = np.asarray(out.action_weights).argmax(-1)
+    assert (visits[np.arange(64), argmax] == 0).any()  # the trap the chooser avoids
 
 
 def test_search_spec_from_config() -> None:

@@ -1,0 +1,116 @@
+"""The network's heads cannot die silently: normalised head convolutions, head health in the loop's metrics,
+and a warning when a head's output stops varying."""
+
+from __future__ import annotations
+
+import flax
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from azjax.config import preset
+from azjax.games import make_game
+from azjax.loop import Trainer
+from azjax.network import HeadConv, head_health, init_params, make_network
+from azjax.train import HEAD_COLUMNS, HeadWatch
+
+
+def _value_spread(trainer: Trainer, params, obs: jax.Array) -> float:
+    """The std over `obs` [N, ...] of the value (tanh net) or alpha (SAI net)."""
+    out = trainer.net.apply(params, obs)
+    return float(jnp.std(out[1]))
+
+
+def _constant_head(params):
+    """The same network with the value head's last layer zeroed: it outputs its bias on every position."""
+    flat = flax.traverse_util.flatten_dict(params)
+    last = max(k for k in flat if k[1] == "value_head" and k[-1] == "kernel")
+    flat[last] = jnp.zeros_like(flat[last])
+    return flax.traverse_util.unflatten_dict(flat)
+
+
+# go_9x9: random games end within 162 moves, so 6 steps of 32 moves finish games and train on their outcomes.
+# chess: games last up to 512 plies, too long for a test; after one step the replay's positions get random
+# outcomes and the loop's SGD trains on them.
+SHORT_RUNS = {
+    "go_9x9": dict(moves_per_step=32, num_steps=6, replay_size=256),
+    "chess": dict(moves_per_step=8, num_steps=4, replay_size=64),
+}
+
+
+@pytest.mark.parametrize("game", sorted(SHORT_RUNS))
+def test_value_head_output_varies_across_positions_after_a_short_run(game: str, tiny_overrides: dict) -> None:
+    cfg = preset(game, **{**tiny_overrides, "num_envs": 4, "batch_size": 4, "num_simulations": 2,
+                          "min_replay_size": 4, **SHORT_RUNS[game]})
+    trainer = Trainer(cfg)
+    state = trainer.init(0)
+    stds = []
+    for step in range(cfg.num_steps):
+        state, m = trainer.step(state)
+        assert int(m["unvisited_greedy_moves"]) == 0
+        if game == "chess" and step == 0:
+            outcomes = jax.random.choice(jax.random.key(step), jnp.array([-1.0, 0.0, 1.0]), state.replay.value.shape)
+            state = state.replace(replay=state.replay.replace(value=outcomes, has_target=state.replay.game_id >= 0))
+        if bool(m["sgd_applied"]):
+            stds.append(float(m["value_std"]))
+            assert 0.0 < float(m["value_head_active"]) < 1.0 and 0.0 < float(m["policy_head_active"]) < 1.0
+    assert stds and min(stds) > 1e-3, stds
+    written = np.asarray(state.replay.game_id) >= 0
+    obs = jnp.asarray(np.asarray(state.replay.obs)[written])
+    assert _value_spread(trainer, state.params, obs) > 1e-3
+    # The check fails for a network whose value is a constant.
+    assert _value_spread(trainer, _constant_head(state.params), obs) < 1e-6
+
+
+def test_head_conv_keeps_units_active_when_every_preactivation_is_negative() -> None:
+    """A 1x1 conv whose outputs are all below zero leaves no unit active after a plain ReLU (the head that
+    died on Go and chess); the normalisation over the board brings about half of them back."""
+    x = jax.random.normal(jax.random.key(0), (16, 9, 9, 8))
+    head = HeadConv(filters=4, dtype=jnp.float32)
+    params = head.init(jax.random.key(1), x)
+    conv = params["params"]["Conv_0"]
+    conv["kernel"] = -jnp.abs(conv["kernel"]) * 0.01
+    conv["bias"] = jnp.full_like(conv["bias"], -10.0)
+    assert float(jnp.mean(jax.nn.relu(x @ conv["kernel"][0, 0] + conv["bias"]) > 0)) == 0.0
+    _, variables = head.apply(params, x, mutable=["intermediates"])
+    active = float(variables["intermediates"]["active"][0])
+    assert 0.3 < active < 0.7
+
+
+def test_head_health_names_every_head_of_both_networks() -> None:
+    for game, value_head in (("connect_four", "tanh"), ("go_7x7", "sai")):
+        cfg = preset(game, num_blocks=1, num_channels=8, value_head=value_head)
+        g = make_game(game)
+        net = make_network(cfg, g)
+        params = init_params(net, g, jax.random.key(0))
+        states = jax.vmap(g.init)(jax.random.split(jax.random.key(1), 4))
+        _, variables = net.apply(params, states.observation, mutable=["intermediates"])
+        health = head_health(variables["intermediates"])
+        assert sorted(health) == sorted(c for c in HEAD_COLUMNS[value_head] if c.endswith("_active"))
+
+
+def _rows(values: list[float], column: str = "value_std") -> list[dict]:
+    return [{"step": i + 1, "sgd_applied": 1, column: v, "value_head_active": 0.5} for i, v in enumerate(values)]
+
+
+def test_head_watch_warns_once_when_a_head_output_stays_constant() -> None:
+    watch = HeadWatch(["value_std", "value_head_active"], patience=5)
+    said = [w for row in _rows([0.3] * 3 + [1e-7] * 10) for w in watch.update(row)]
+    assert len(said) == 1
+    assert "value head" in said[0] and "steps 4-8" in said[0]
+
+
+def test_head_watch_stays_quiet_for_a_live_head_and_before_sgd_starts() -> None:
+    watch = HeadWatch(["value_std", "value_head_active"], patience=5)
+    rows = [{"step": i, "sgd_applied": 0, "value_std": float("nan"), "value_head_active": float("nan")}
+            for i in range(10)]
+    rows += _rows([0.2, 1e-7, 1e-7, 0.1] * 5)  # dips shorter than the patience
+    assert not [w for row in rows for w in watch.update(row)]
+
+
+def test_head_watch_warns_when_no_unit_after_a_head_conv_is_active() -> None:
+    watch = HeadWatch(["value_std", "value_head_active"], patience=3)
+    rows = [{"step": i, "sgd_applied": 1, "value_std": 0.3, "value_head_active": 0.0} for i in range(4)]
+    said = [w for row in rows for w in watch.update(row)]
+    assert len(said) == 1 and "fraction of active units" in said[0]
