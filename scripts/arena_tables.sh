@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The arena tables committed under results/arena/ (issue 5): Connect Four checkpoints against rollout
-# MCTS at several budgets, and the 9x9 Go model against GNU Go levels. Each writes results.json
-# (pairings, maximum-likelihood Elo with 95% intervals, the command) and the games (text / SGF).
-#   bash scripts/arena_tables.sh [connect_four|go_9x9]...   (default: both)
+# MCTS at several budgets, and the 7x7 (SAI) and 9x9 Go models against GNU Go levels. Each writes
+# results.json (pairings, maximum-likelihood Elo with 95% intervals, the command) and the games.
+#   bash scripts/arena_tables.sh [connect_four|go_7x7|go_9x9]...   (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GNUGO=$(command -v gnugo || echo /usr/games/gnugo)
-tables=("$@"); [ ${#tables[@]} -gt 0 ] || tables=(connect_four go_9x9)
+tables=("$@"); [ ${#tables[@]} -gt 0 ] || tables=(connect_four go_7x7 go_9x9)
 for table in "${tables[@]}"; do
   case "$table" in
   connect_four)
@@ -18,6 +18,12 @@ for table in "${tables[@]}"; do
       step200-gumbel256=results/connect_four_quick/checkpoint_step200:256:search=gumbel \
       mcts:100 mcts:200 mcts:400 mcts:800 \
       --games 20 --random_opening_plies 2 --out_dir results/arena/connect_four ;;
+  go_7x7)
+    # The 7x7 SAI model (scripts/sai_7x7.py) against GNU Go 3.8 at levels 1 and 10 on 7x7 at komi 9.5,
+    # under the rules pgx scores by; 40 games a pairing, 2 random opening plies, colours alternating.
+    GNU="$GNUGO --mode gtp --boardsize 7 --komi 9.5 --chinese-rules --capture-all-dead --positional-superko --never-resign"
+    azjax arena results/models/go_7x7_sai:128 "gnugo-l1=gtp:$GNU --level 1" "gnugo-l10=gtp:$GNU --level 10" \
+      --gauntlet --games 40 --random_opening_plies 2 --out_dir results/arena/go_7x7 ;;
   go_9x9)
     # The lightly trained 9x9 model (see results/models/go_9x9_quick/README.md) against GNU Go 3.8 at
     # levels 1 and 10 under the rules pgx scores by (area, positional superko, dead stones captured).
@@ -25,6 +31,6 @@ for table in "${tables[@]}"; do
       "gnugo-l1=gtp:$GNUGO --mode gtp --level 1 --chinese-rules --capture-all-dead --positional-superko --never-resign" \
       "gnugo-l10=gtp:$GNUGO --mode gtp --level 10 --chinese-rules --capture-all-dead --positional-superko --never-resign" \
       --gauntlet --games 6 --out_dir results/arena/go_9x9 ;;
-  *) echo "unknown table $table (connect_four, go_9x9)" >&2; exit 2 ;;
+  *) echo "unknown table $table (connect_four, go_7x7, go_9x9)" >&2; exit 2 ;;
   esac
 done

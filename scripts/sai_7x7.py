@@ -10,9 +10,13 @@ continues with `--resume`). The loop logs, before each step's SGD, the net's sig
 board with Black to move: alpha0, Black's expected lead on the board (perfect play on 7x7: Black +9).
 
 Writes:
-  --out        JSON: `empty_board_black_lead` ([seconds, estimate] per loop step), `final_empty_board_black_lead`
-               (the trained net's estimate), its beta and Black's winrate at komi 9.5, the run's size and config;
-  --plot       PNG of the estimate against training time (the line at +9 is the perfect-play result);
+  --out        JSON: `empty_board_black_lead` ([seconds, estimate] per loop step), `empty_board_beta` and
+               `alpha_std` / `beta_std` (head health: std of the heads' outputs over each SGD batch) likewise,
+               `last_quarter` (min, max and mean of the estimate over the last quarter of the training time,
+               and whether it stayed within +-1 of +9), `final_empty_board_black_lead` (the trained net's
+               estimate), its beta and Black's winrate at komi 9.5, the run's size and config;
+  --plot       PNG of the estimate, beta and the heads' std against training time (the line at +9 is the
+               perfect-play result);
   --model_dir  the exported model (config.json + params.msgpack), usable by `azjax analyze/gtp/eval`.
 """
 
@@ -54,20 +58,42 @@ def empty_board_estimate(config: Any, params: Any) -> Any:
     return sai.readout(config, game, params, game.init(jax.random.key(0)))
 
 
-def plot(pairs: list[list[float]], file: Path, title: str) -> None:
+def series(rows: list[dict[str, Any]], column: str) -> list[list[float]]:
+    """[seconds, value] for each metrics row where `column` is finite."""
+    return [[float(r["time_s"]), float(r[column])] for r in rows if math.isfinite(float(r[column]))]
+
+
+def last_quarter(pairs: list[list[float]]) -> dict[str, Any]:
+    """The estimate over the last quarter of the training time, against perfect play's +9."""
+    if not pairs:
+        return {}
+    end = pairs[-1][0]
+    tail = [v for t, v in pairs if t >= 0.75 * end]
+    return {"from_seconds": 0.75 * end, "to_seconds": end, "min": min(tail), "max": max(tail),
+            "mean": sum(tail) / len(tail),
+            "within_1_of_perfect_play": all(abs(v - PERFECT_PLAY_BLACK_LEAD) <= 1.0 for v in tail)}
+
+
+def plot(curves: dict[str, list[list[float]]], file: Path, title: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, (ax, ax2) = plt.subplots(2, 1, figsize=(7, 6), sharex=True, height_ratios=[2, 1])
+    pairs = curves["empty_board_black_lead"]
     ax.plot([t / 60 for t, _ in pairs], [v for _, v in pairs], lw=1.2, label="empty board: Black's expected board lead")
     ax.axhline(PERFECT_PLAY_BLACK_LEAD, color="k", ls="--", lw=0.8, label="perfect play (Black +9)")
-    ax.set_xlabel("training time (minutes)")
     ax.set_ylabel("alpha0 (points)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
+    for name, style in (("empty_board_beta", "-"), ("alpha_std", "--"), ("beta_std", ":")):
+        ax2.plot([t / 60 for t, _ in curves[name]], [v for _, v in curves[name]], style, lw=1.0, label=name)
+    ax2.set_yscale("log")
+    ax2.set_xlabel("training time (minutes)")
+    ax2.grid(alpha=0.3)
+    ax2.legend(loc="upper right", fontsize=8)
     file.parent.mkdir(parents=True, exist_ok=True)
     fig.tight_layout()
     fig.savefig(file, dpi=120)
@@ -98,15 +124,16 @@ def main(argv: list[str] | None = None) -> int:
     seconds = time.perf_counter() - t0
 
     rows, _ = load_metrics(run_dir)
-    pairs = [[float(r["time_s"]), float(r["empty_board_black_lead"])] for r in rows
-             if math.isfinite(float(r["empty_board_black_lead"]))]
+    curves = {c: series(rows, c) for c in ("empty_board_black_lead", "empty_board_beta", "alpha_std", "beta_std")}
+    pairs = curves["empty_board_black_lead"]
     config, params = load_checkpoint(str(run_dir))
     final = empty_board_estimate(config, params)
     model = ckpt.export_model(run_dir, args.model_dir)
 
     games = int(sum(float(r["games"]) for r in rows))
     result = {
-        "empty_board_black_lead": pairs,
+        **curves,
+        "last_quarter": last_quarter(pairs),
         "final_empty_board_black_lead": final.black_lead,
         "final_empty_board_beta": final.beta,
         "final_black_winrate_at_official_komi": final.black_winrate(),
@@ -124,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": "python " + " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])]),
     }
     ckpt.write_json(args.out, result)
-    plot(pairs, Path(args.plot), f"7x7 SAI: empty-board score estimate ({summary['step']} steps, {games} games)")
+    plot(curves, Path(args.plot), f"7x7 SAI: empty-board score estimate ({summary['step']} steps, {games} games)")
     print(f"empty board: Black {final.black_lead:+.2f} on the board (beta {final.beta:.3f}, Black wins "
           f"{final.black_winrate():.1%} at komi {final.komi:g}) after {summary['step']} steps, {games} games; "
           f"wrote {args.out}, {args.plot}, {model}")

@@ -30,19 +30,17 @@ def _constant_head(params):
     return flax.traverse_util.unflatten_dict(flat)
 
 
-# go_9x9: random games end within 162 moves, so 6 steps of 32 moves finish games and train on their outcomes.
-# chess: games last up to 512 plies, too long for a test; after one step the replay's positions get random
-# outcomes and the loop's SGD trains on them.
-SHORT_RUNS = {
-    "go_9x9": dict(moves_per_step=32, num_steps=6, replay_size=256),
-    "chess": dict(moves_per_step=8, num_steps=4, replay_size=64),
-}
-
-
-@pytest.mark.parametrize("game", sorted(SHORT_RUNS))
-def test_value_head_output_varies_across_positions_after_a_short_run(game: str, tiny_overrides: dict) -> None:
-    cfg = preset(game, **{**tiny_overrides, "num_envs": 4, "batch_size": 4, "num_simulations": 2,
-                          "min_replay_size": 4, **SHORT_RUNS[game]})
+@pytest.mark.parametrize("game", ["go_9x9", "chess"])
+def test_value_head_output_varies_across_positions_after_a_short_run(game: str, tiny_overrides: dict,
+                                                                       chess_tiny_overrides: dict) -> None:
+    """go_9x9: random games end within 162 moves, so 6 steps of 32 moves finish games and train on their
+    outcomes. chess: games last up to 512 plies, too long for a test; after one step the replay's positions
+    get random outcomes and the loop's SGD trains on them."""
+    if game == "chess":
+        cfg = preset(game, **chess_tiny_overrides)
+    else:
+        cfg = preset(game, **{**tiny_overrides, "num_envs": 4, "batch_size": 4, "num_simulations": 2,
+                              "min_replay_size": 4, "moves_per_step": 32, "num_steps": 6, "replay_size": 256})
     trainer = Trainer(cfg)
     state = trainer.init(0)
     stds = []

@@ -443,16 +443,11 @@ def test_sai_config_validation() -> None:
 # ---------------------------------------------------------------- the loop, CLI and script
 
 
-SAI_TINY = dict(num_envs=8, num_simulations=4, moves_per_step=16, replay_size=256, min_replay_size=8, batch_size=8,
-                sgd_steps_per_step=1, num_blocks=1, num_channels=8, eval_every=0, log_every=1, checkpoint_every=4,
-                lr_warmup_steps=1, num_steps=8, temperature_moves=4, value_head="sai", branch_prob=0.3,
-                start_queue_size=32)
 
-
-def test_sai_loop_trains_with_komi_per_game_and_branches() -> None:
+def test_sai_loop_trains_with_komi_per_game_and_branches(sai_tiny_overrides: dict) -> None:
     from azjax.loop import Trainer
 
-    cfg = preset("go_7x7", **SAI_TINY)
+    cfg = preset("go_7x7", **sai_tiny_overrides)
     trainer = Trainer(cfg)
     state = trainer.init(0)
     komi0 = np.asarray(state.actors.state.komi)
@@ -490,7 +485,7 @@ def test_sai_loop_trains_with_komi_per_game_and_branches() -> None:
     assert np.all(kbar * 2 % 2 == 1) and (kbar > 0).any() and (kbar < 0).any()
     assert state.starts is not None and int(state.starts.size) <= cfg.start_queue_size
     # The plain loop state has none of this.
-    plain = jax.eval_shape(Trainer(preset("go_7x7", **{**SAI_TINY, "value_head": "tanh"})).init, 0)
+    plain = jax.eval_shape(Trainer(preset("go_7x7", **{**sai_tiny_overrides, "value_head": "tanh"})).init, 0)
     assert plain.replay.kbar is None and plain.starts is None and plain.actors.branches is None
 
 
