@@ -7,7 +7,8 @@ line as lost), while search-contempt with N_scl = 28 keeps gaining.
 
     python scripts/contempt_odds_connect_four.py --checkpoint results/models/connect_four_quick \\
         --opponent mcts:200 --visits 100 400 1600 6400 --n_scl off 28 5 --games 100
-    python scripts/contempt_odds_connect_four.py --checkpoint RUN --opponent RUN/checkpoints_early:64 ...
+    azjax export RUN runs/early --step 50   # an early checkpoint of the same run as the weaker opponent
+    python scripts/contempt_odds_connect_four.py --checkpoint RUN --opponent runs/early:64 --games 200
 
 The giver searches with PUCT (`azjax.selfplay_stats.temperature_agent`, greedy, no root noise, the
 checkpoint's c_puct) and `n_scl` off (plain) or N (`azjax.contempt`). The opponent is an `azjax arena`
@@ -40,7 +41,7 @@ from scripts.contempt_sweep import parse_n_scl  # noqa: E402  (off / none / inf 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--checkpoint", required=True, help="the giver's network: run directory or exported model")
+    p.add_argument("--checkpoint", help="the giver's network: run directory or exported model (required to play)")
     p.add_argument("--opponent", default="mcts:200", help="azjax arena spec of the weaker first player")
     p.add_argument("--opponent_simulations", type=int, default=64, help="simulations of a PATH opponent without :N")
     p.add_argument("--random_moves", type=int, default=2, help="the opponent's first K moves are random (K >= 1)")
@@ -132,6 +133,8 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     from azjax.search import SearchSpec
     from azjax.selfplay_stats import selfplay_params, temperature_agent
 
+    if not args.checkpoint:
+        raise SystemExit("--checkpoint is required (the giver's network)")
     batch = args.batch or args.games
     if args.games < 2 or args.games % 2 or batch % 2 or args.games % batch:
         raise SystemExit(f"--games ({args.games}) must be even and a multiple of --batch ({batch}), itself even")
@@ -194,9 +197,11 @@ def plot(summary: dict[str, Any], path: str) -> None:
 
     cells = summary["cells"]
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for n_scl in dict.fromkeys(c["n_scl"] for c in cells):
+    settings = list(dict.fromkeys(c["n_scl"] for c in cells))
+    for i, n_scl in enumerate(settings):
         rows = sorted((c for c in cells if c["n_scl"] == n_scl), key=lambda c: c["visits"])
-        x = [c["visits"] for c in rows]
+        dodge = 1.04 ** (i - (len(settings) - 1) / 2)  # lines with equal scores stay apart on the log axis
+        x = [c["visits"] * dodge for c in rows]
         label = "plain PUCT" if n_scl == "off" else f"N_scl = {n_scl}"
         (line,) = ax.plot(x, [c["score"] for c in rows], "o-", label=label)
         ax.fill_between(x, [c["score_low"] for c in rows], [c["score_high"] for c in rows], color=line.get_color(),
