@@ -1,0 +1,175 @@
+"""Pascal Pons' Connect Four test sets: load them, set the positions up on device, grade moves.
+
+    sets = load_pons("connect_four_pons.jsonl")              # {"begin_hard": PonsSet, ...}
+    states = replay_moves(game, sets["begin_hard"].moves)     # GameState [N] (azjax.selfplay_stats)
+    grade = grade_agent(game, agent, sets["begin_hard"], key) # every position searched in one batch
+
+Each line of the file is `{"set": ..., "moves": "4453", "score": s, "move_scores": {"1": s1, ..., "7": s7}}`:
+the moves from the empty board as columns 1-7 (leftmost = 1, pgx's action 0), and the perfect-play
+score of each legal move for the side to move (null = column full). Grading follows AlphaZero.jl's
+table: a move is an *error* when it changes the game-theoretic result, sign(score of the move) !=
+sign(best score); it is *not optimal* when its score is below the best (e.g. a slower win). An
+illegal move counts as both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from azjax.agents import Agent
+from azjax.arena import wilson_interval
+from azjax.arena_cli import _jit_act  # one jitted act per agent, shared with the arena
+from azjax.games import Game
+from azjax.selfplay_stats import replay_moves
+
+PONS_SETS = ("begin_easy", "begin_medium", "begin_hard", "middle_easy", "middle_medium", "end_easy")
+COLUMNS = 7
+MAX_PLIES = 42
+
+
+@dataclasses.dataclass(frozen=True)
+class PonsSet:
+    """One test set.
+
+    Attributes:
+      name: e.g. "begin_hard".
+      moves: int32 [N, 42]: each position's moves from the empty board as pgx actions (column - 1),
+        -1 after its last move.
+      move_scores: float64 [N, 7]: the perfect-play score of each column for the side to move, NaN for a
+        full column.
+      score: int64 [N]: the position's score for the side to move (= the best move's score).
+    """
+
+    name: str
+    moves: np.ndarray
+    move_scores: np.ndarray
+    score: np.ndarray
+
+    @property
+    def size(self) -> int:
+        return int(self.moves.shape[0])
+
+
+def load_pons(path: str | Path, sets: Sequence[str] | None = None, limit: int | None = None) -> dict[str, PonsSet]:
+    """The test sets of a Pons JSONL file, in file order within each set.
+
+    Args:
+      path: the JSONL file.
+      sets: the set names to keep (default: all present, in `PONS_SETS` order first).
+      limit: keep at most the first `limit` positions of each set.
+    """
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for line in Path(path).read_text().splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            rows.setdefault(rec["set"], []).append(rec)
+    names = list(sets) if sets is not None else sorted(rows, key=lambda s: (PONS_SETS + (s,)).index(s))
+    out = {}
+    for name in names:
+        if name not in rows:
+            raise ValueError(f"no set {name!r} in {path} (it has {', '.join(rows)})")
+        recs = rows[name][:limit]
+        moves = np.full((len(recs), MAX_PLIES), -1, np.int32)
+        scores = np.full((len(recs), COLUMNS), np.nan)
+        for i, rec in enumerate(recs):
+            cols = [int(c) - 1 for c in rec["moves"]]
+            moves[i, : len(cols)] = cols
+            for col, s in rec["move_scores"].items():
+                if s is not None:
+                    scores[i, int(col) - 1] = s
+        out[name] = PonsSet(name=name, moves=moves, move_scores=scores,
+                            score=np.array([rec["score"] for rec in recs], np.int64))
+    return out
+
+
+# ---------------------------------------------------------------- grading
+
+
+def grade_moves(actions: np.ndarray, move_scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(errors, not_optimal), bool [N] each, for the chosen `actions` (int [N]) of positions with
+    `move_scores` (float [N, 7], NaN = illegal): error = the move changes the game-theoretic result
+    (sign of its score != sign of the best score), not optimal = its score is below the best."""
+    actions = np.asarray(actions, np.int64)
+    scores = np.asarray(move_scores, np.float64)
+    best = np.nanmax(scores, axis=1)
+    rows = np.arange(len(actions))
+    inside = (actions >= 0) & (actions < scores.shape[1])
+    chosen = np.where(inside, scores[rows, np.clip(actions, 0, scores.shape[1] - 1)], np.nan)
+    illegal = np.isnan(chosen)
+    errors = illegal | (np.sign(np.nan_to_num(chosen)) != np.sign(best))
+    not_optimal = illegal | (np.nan_to_num(chosen, nan=-np.inf) < best)
+    return errors, not_optimal
+
+
+@dataclasses.dataclass(frozen=True)
+class PonsGrade:
+    """An agent's grade on one set; rates come with 95% Wilson intervals (`arena.wilson_interval`)."""
+
+    set: str
+    positions: int
+    errors: int
+    not_optimal: int
+    seconds: float = 0.0
+
+    @property
+    def error_rate(self) -> float:
+        return self.errors / max(self.positions, 1)
+
+    @property
+    def not_optimal_rate(self) -> float:
+        return self.not_optimal / max(self.positions, 1)
+
+    def to_dict(self) -> dict[str, Any]:
+        e_low, e_high = wilson_interval(self.error_rate, self.positions)
+        o_low, o_high = wilson_interval(self.not_optimal_rate, self.positions)
+        return dict(set=self.set, positions=self.positions, errors=self.errors, error_rate=self.error_rate,
+                    error_low=e_low, error_high=e_high, not_optimal=self.not_optimal,
+                    not_optimal_rate=self.not_optimal_rate, not_optimal_low=o_low, not_optimal_high=o_high,
+                    seconds=self.seconds)
+
+    def __str__(self) -> str:
+        d = self.to_dict()
+        return (f"{self.set:>14}: {self.errors:4d}/{self.positions} errors = {100 * d['error_rate']:5.1f}% "
+                f"[{100 * d['error_low']:.1f}, {100 * d['error_high']:.1f}]  not optimal "
+                f"{100 * d['not_optimal_rate']:5.1f}%  ({self.seconds:.1f}s)")
+
+
+def agent_moves(
+    game: Game, agent: Agent, moves: np.ndarray, key: jax.Array, batch_size: int | None = None
+) -> np.ndarray:
+    """int32 [N]: the agent's move in each position given by `moves` (int [N, L]: pgx actions from the
+    start, -1 after the last; `azjax.selfplay_stats.replay_moves` sets them up on device).
+
+    Positions go through `agent.act` in batches of `batch_size` (default: all N at once); the last
+    batch is padded to full size so that every batch runs the same compiled program.
+    """
+    n = int(moves.shape[0])
+    size = min(batch_size or n, n)
+    out = []
+    for lo in range(0, n, size):
+        chunk = moves[lo : lo + size]
+        if len(chunk) < size:
+            chunk = np.concatenate([chunk, np.repeat(chunk[-1:], size - len(chunk), axis=0)])
+        key, sub = jax.random.split(key)
+        states = replay_moves(game, chunk)  # all positions at once: a scan over plies
+        out.append(np.asarray(_jit_act(agent.act)(agent.params, sub, states))[: min(size, n - lo)])
+    return np.concatenate(out).astype(np.int32)
+
+
+def grade_agent(
+    game: Game, agent: Agent, pons_set: PonsSet, key: jax.Array, batch_size: int | None = None
+) -> PonsGrade:
+    """Grades the agent's move in every position of `pons_set` (see `agent_moves`, `grade_moves`)."""
+    t0 = time.perf_counter()
+    actions = agent_moves(game, agent, pons_set.moves, key, batch_size)
+    errors, not_optimal = grade_moves(actions, pons_set.move_scores)
+    return PonsGrade(set=pons_set.name, positions=pons_set.size, errors=int(errors.sum()),
+                     not_optimal=int(not_optimal.sum()), seconds=round(time.perf_counter() - t0, 2))

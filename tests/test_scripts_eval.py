@@ -1,0 +1,245 @@
+"""Connect Four evaluation scripts: Pons' test sets, the match against OpenSpiel's MCTS-Solver and the
+search-contempt odds experiment (tiny models, a few dozen positions, a few games)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from azjax.agents import Agent, policy_agent, random_agent
+from azjax.benchmarks import PONS_SETS, agent_moves, grade_agent, grade_moves, load_pons
+from azjax.engine import base_game
+from azjax.selfplay_stats import replay_moves
+
+ROOT = Path(__file__).resolve().parent.parent
+# The first 8 positions of each of Pons' sets (24 of begin_hard), from /work/shared/benchmarks.
+SAMPLE = ROOT / "tests" / "data" / "connect_four_pons_sample.jsonl"
+
+
+def _script(name: str):
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses look their module up while the script runs
+    spec.loader.exec_module(module)
+    return module
+
+
+def constant_evaluator(params, states):
+    """A network that knows nothing: uniform policy, value 0."""
+    del params
+    batch = states.current_player.shape[0]
+    return jnp.zeros((batch, 7)), jnp.zeros(batch)
+
+
+def column_agent(name: str, rightmost: bool) -> Agent:
+    """Always plays the leftmost (or rightmost) legal column."""
+
+    def act(params, key, states):
+        legal = states.legal_action_mask
+        return (6 - jnp.argmax(legal[:, ::-1], axis=-1) if rightmost else jnp.argmax(legal, axis=-1)).astype(jnp.int32)
+
+    return Agent(name=name, act=act)
+
+
+@pytest.fixture(scope="module")
+def game():
+    return base_game("connect_four")
+
+
+@pytest.fixture(scope="module")
+def sample():
+    return load_pons(SAMPLE)
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """An untrained 1x8 Connect Four model directory (the scripts load it like `azjax eval` does)."""
+    from azjax.checkpoint import save_config, save_params
+    from azjax.config import preset
+    from azjax.network import init_params, make_network
+
+    config = preset("connect_four", "quick", num_blocks=1, num_channels=8)
+    game = base_game("connect_four")
+    params = init_params(make_network(config, game), game, jax.random.key(0))
+    path = tmp_path_factory.mktemp("c4tiny")
+    save_config(path, config)
+    save_params(path, params)
+    return str(path)
+
+
+# ---------------------------------------------------------------- Pons' test sets
+
+
+def test_pons_positions_replayed_on_device_have_exactly_the_benchmarks_legal_columns(game, sample):
+    assert list(sample) == list(PONS_SETS)
+    assert sample["begin_hard"].size == 24 and sample["end_easy"].size == 8
+    for pons_set in sample.values():
+        states = replay_moves(game, pons_set.moves)
+        assert not np.asarray(states.terminated).any()
+        np.testing.assert_array_equal(np.asarray(states.legal_action_mask), ~np.isnan(pons_set.move_scores))
+        # the side to move alternates: a position after k moves has move number k
+        np.testing.assert_array_equal(np.asarray(states.move_number), (pons_set.moves >= 0).sum(axis=1))
+        np.testing.assert_array_equal(np.nanmax(pons_set.move_scores, axis=1), pons_set.score)
+
+
+def test_grading_counts_a_move_as_an_error_only_when_it_changes_the_result():
+    scores = np.array([[np.nan, -1, 0, 2, 1, np.nan, -3]] * 6)
+    actions = np.array([3, 4, 2, 1, 0, 9])  # best win, slower win, draw, loss, full column, off the board
+    errors, not_optimal = grade_moves(actions, scores)
+    assert errors.tolist() == [False, False, True, True, True, True]
+    assert not_optimal.tolist() == [False, True, True, True, True, True]
+    drawn = np.array([[0.0, -2, 0, np.nan, -1, 0, -5]])  # a drawn position: any drawing move is fine
+    assert grade_moves(np.array([5]), drawn)[0].tolist() == [False]
+    assert grade_moves(np.array([4]), drawn)[0].tolist() == [True]
+
+
+def test_a_perfect_oracle_makes_no_errors_on_any_set(sample):
+    for pons_set in sample.values():
+        errors, not_optimal = grade_moves(np.nanargmax(pons_set.move_scores, axis=1), pons_set.move_scores)
+        assert errors.sum() == 0 and not_optimal.sum() == 0
+
+
+def test_a_random_player_makes_many_errors(game, sample):
+    grades = [grade_agent(game, random_agent(game), s, jax.random.key(0)) for s in sample.values()]
+    errors = sum(g.errors for g in grades)
+    positions = sum(g.positions for g in grades)
+    assert positions == 64
+    assert errors / positions > 0.15  # about a third on the full sets
+
+
+def test_a_constant_network_errs_on_begin_hard(game, sample):
+    hard = sample["begin_hard"]
+    raw = policy_agent(game, constant_evaluator)
+    grade = grade_agent(game, raw, hard, jax.random.key(0))
+    assert grade.positions == 24 and grade.errors > 0
+    # a uniform policy's argmax is the leftmost legal column
+    np.testing.assert_array_equal(agent_moves(game, raw, hard.moves, jax.random.key(0)),
+                                  np.argmax(~np.isnan(hard.move_scores), axis=1))
+
+
+def test_agent_moves_in_batches_equal_one_batch(game, sample):
+    hard = sample["begin_hard"]
+    agent = policy_agent(game, constant_evaluator)
+    whole = agent_moves(game, agent, hard.moves, jax.random.key(0))
+    np.testing.assert_array_equal(agent_moves(game, agent, hard.moves, jax.random.key(0), batch_size=10), whole)
+
+
+def test_pons_script_writes_error_rates_with_intervals_and_the_command(tiny_model, tmp_path):
+    out = tmp_path / "pons.json"
+    argv = [f"{tiny_model}:2:search=puct", f"policy:{tiny_model}", "--data", str(SAMPLE),
+            "--sets", "begin_hard", "end_easy", "--limit", "8", "--out", str(out)]  # fmt: skip
+    assert _script("pons_benchmark").main(argv) == 0
+    summary = json.loads(out.read_text())
+    assert summary["command"].startswith("python scripts/pons_benchmark.py ") and "--sets begin_hard end_easy" in (
+        summary["command"])
+    assert [r["spec"] for r in summary["results"]] == argv[:2]
+    for r in summary["results"]:
+        assert [s["set"] for s in r["sets"]] == ["begin_hard", "end_easy"]
+        for s in r["sets"]:
+            assert s["positions"] == 8  # --limit: one batch shape, one compilation per agent
+            assert s["error_rate"] == s["errors"] / s["positions"]
+            assert s["error_low"] <= s["error_rate"] <= s["error_high"]
+            assert s["errors"] <= s["not_optimal"]
+
+
+# ---------------------------------------------------------------- OpenSpiel's MCTS-Solver
+
+
+def test_vs_mcts_solver_says_how_to_install_open_spiel_when_it_is_missing(monkeypatch):
+    solver = _script("vs_mcts_solver")
+    monkeypatch.setitem(sys.modules, "pyspiel", None)  # makes `import pyspiel` fail
+    with pytest.raises(SystemExit, match="pip install open-spiel"):
+        solver.import_open_spiel()
+
+
+def test_pgx_and_open_spiel_columns_reach_the_same_positions_and_results(game):
+    pyspiel = pytest.importorskip("pyspiel")
+    solver = _script("vs_mcts_solver")
+    spiel_game = pyspiel.load_game("connect_four")
+    rng = np.random.default_rng(0)
+    step = jax.jit(game.step)
+    results = set()
+    # two hand-made wins (a column for the first player, a row for the second), then random games
+    lines = [[0, 1, 0, 1, 0, 1, 0], [6, 0, 6, 1, 5, 2, 6, 3]] + [None] * 12
+    for line in lines:
+        state, spiel_state = game.init(jax.random.key(0)), spiel_game.new_initial_state()
+        first = int(state.current_player)
+        ply = 0
+        while not bool(state.terminated):
+            legal = np.flatnonzero(np.asarray(state.legal_action_mask))
+            action = line[ply] if line is not None else int(rng.choice(legal))
+            state = step(state, action)
+            spiel_state.apply_action(solver.spiel_action(action))
+            solver.check_same_position(state, spiel_state)
+            ply += 1
+        pgx_result = float(np.asarray(state.rewards)[first])  # the first player's result
+        assert pgx_result == spiel_state.returns()[0]
+        results.add(pgx_result)
+        if line is not None:
+            assert ply == len(line) and pgx_result == (1.0 if len(line) % 2 else -1.0)
+    assert {-1.0, 1.0} <= results
+
+
+def test_vs_mcts_solver_script_plays_both_colours_after_each_opening(tiny_model, tmp_path):
+    pytest.importorskip("pyspiel")
+    out = tmp_path / "solver.json"
+    argv = [f"policy:{tiny_model}", "--games", "4", "--simulations", "20", "--random_opening_plies", "2",
+            "--out", str(out)]  # fmt: skip
+    assert _script("vs_mcts_solver").main(argv) == 0
+    summary = json.loads(out.read_text())
+    assert summary["command"].startswith("python scripts/vs_mcts_solver.py policy:")
+    r = summary["result"]
+    assert r["games"] == 4 and r["wins"] + r["draws"] + r["losses"] == 4
+    assert r["score"] == (r["wins"] + 0.5 * r["draws"]) / 4 and r["score_low"] <= r["score"] <= r["score_high"]
+    games = summary["games"]
+    assert [g["azjax_first"] for g in games] == [True, False, True, False]
+    for a, b in (games[:2], games[2:]):
+        assert a["opening"] == b["opening"] and len(a["opening"]) == 2
+        assert a["moves"][:2] == a["opening"] and b["moves"][:2] == b["opening"]
+    assert sorted(g["outcome"] for g in games) == sorted([1.0] * r["wins"] + [0.0] * r["draws"] + [-1.0] * r["losses"])
+
+
+# ---------------------------------------------------------------- search-contempt odds
+
+
+def test_the_odds_giver_always_moves_second_and_results_are_from_its_view(game):
+    odds = _script("contempt_odds_connect_four")
+    # The opponent's first move is random, then it stacks the rightmost column; the giver stacks the
+    # leftmost. The giver, moving second, completes column 1 first unless the random move was in column 7.
+    opponent = column_agent("right", rightmost=True)
+    opponent = Agent(name="right+1random", act=odds.random_start_act(opponent.act, 2))
+    row = odds.play_cell(game, column_agent("left", rightmost=False), opponent, num_games=24, batch=12, seed=0)
+    games = row["games_played"]
+    assert len(games) == 24 and row["games"] == 24
+    assert {g["moves"][0] for g in games} > {"7"}  # random first moves, column 7 among them
+    for g in games:
+        moves = g["moves"]
+        opening_in_7 = moves[0] == "7"
+        assert g["result"] == (-1.0 if opening_in_7 else 1.0), moves
+        assert len(moves) == (7 if opening_in_7 else 8)
+        assert set(moves[1::2]) == {"1"} and set(moves[2::2]) == {"7"}
+    assert row["losses"] == sum(g["moves"][0] == "7" for g in games) and row["draws"] == 0
+
+
+def test_contempt_odds_script_writes_cells_and_a_plot(tiny_model, tmp_path):
+    out, png = tmp_path / "odds.json", tmp_path / "odds.png"
+    argv = ["--checkpoint", tiny_model, "--opponent", "random", "--visits", "4", "--n_scl", "off", "28", "2",
+            "--games", "4", "--out", str(out), "--plot", str(png)]  # fmt: skip
+    assert _script("contempt_odds_connect_four").main(argv) == 0
+    summary = json.loads(out.read_text())
+    assert "partial" not in summary and summary["command"].startswith("python scripts/contempt_odds_connect_four.py")
+    cells = summary["cells"]
+    assert [(c["visits"], c["n_scl"]) for c in cells] == [(4, "off"), (4, 28), (4, 2)]
+    for c in cells:
+        assert c["games"] == 4 and c["wins"] + c["draws"] + c["losses"] == 4 and c["seconds"] >= 0
+        assert c["score_low"] <= c["score"] <= c["score_high"]
+    # N_scl above the visit budget never freezes a node: the very same games as plain PUCT
+    assert cells[1]["games_played"] == cells[0]["games_played"]
+    assert png.stat().st_size > 1000
