@@ -20,7 +20,7 @@ from azjax.selfplay_stats import replay_moves
 
 ROOT = Path(__file__).resolve().parent.parent
 # The first 8 positions of each of Pons' sets (24 of begin_hard), from /work/shared/benchmarks.
-SAMPLE = ROOT / "tests" / "data" / "connect_four_pons_sample.jsonl"
+SAMPLE = ROOT / "tests" / "test_data" / "connect_four_pons_sample.jsonl"
 
 
 def _script(name: str):
