@@ -61,8 +61,8 @@ def enable_compilation_cache(enabled: bool = True, announce: bool = False) -> st
         jax.config.update("jax_compilation_cache_dir", cache)
         # Only programs that took a while to build are worth a disk entry (the loop takes many seconds).
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
-    elif jax.config.jax_compilation_cache_dir:
-        jax.config.update("jax_compilation_cache_dir", None)
+    else:  # also against a directory given to JAX by its own variables
+        jax.config.update("jax_enable_compilation_cache", False)
     if announce:
         where = cache or "off (--no-compile-cache or AZJAX_CACHE_DIR=off)"
         print(f"JAX compilation cache: {where}", file=sys.stderr, flush=True)

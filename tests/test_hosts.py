@@ -1,5 +1,6 @@
 """Many hosts: two processes joined by `jax.distributed.initialize` (CPU, a coordinator on localhost)
-run the loop exactly like one process with two devices, and their checkpoint resumes in one process."""
+run the loop exactly like one process with two devices; their checkpoint resumes in one process, and
+that one's in two processes again."""
 
 from __future__ import annotations
 
@@ -27,12 +28,12 @@ WORKER = textwrap.dedent("""
     import jax
     from azjax.config import preset
     from azjax.train import train
-    run_dir, mode, overrides = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    run_dir, mode, stop_after, overrides = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+    stop_after = None if stop_after == "end" else int(stop_after)
     if mode == "resume":
-        summary = train(None, run_dir, resume=True, progress=False)
+        summary = train(None, run_dir, resume=True, progress=False, stop_after=stop_after)
     else:
-        summary = train(preset("connect_four", **overrides), run_dir, progress=False,
-                        stop_after=None if mode == "all" else int(mode))
+        summary = train(preset("connect_four", **overrides), run_dir, progress=False, stop_after=stop_after)
     print(f"process {jax.process_index()} of {jax.process_count()}, {jax.device_count()} devices: "
           f"step {summary['step']}")
 """)
@@ -55,9 +56,16 @@ def _env(devices: int, **extra: str) -> dict[str, str]:
     return env
 
 
-def _start(run_dir: Path, mode: str, overrides: dict, env: dict[str, str]) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", WORKER, str(run_dir), mode, json.dumps(overrides)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def _start(run_dir: Path, mode: str, stop_after: str, overrides: dict, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", WORKER, str(run_dir), mode, stop_after, json.dumps(overrides)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _two_processes(run_dir: Path, mode: str, stop_after: str, overrides: dict, port: int) -> list[subprocess.Popen]:
+    return [_start(run_dir, mode, stop_after, overrides,
+                   _env(1, AZJAX_DISTRIBUTED="1", JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}", AZJAX_NUM_PROCESSES="2",
+                        AZJAX_PROCESS_ID=str(i)))
+            for i in range(2)]
 
 
 def _finish(procs: list[subprocess.Popen], timeout: float = 600) -> list[str]:
@@ -84,11 +92,8 @@ def test_two_processes_train_like_one_process_with_two_devices(tmp_path, tiny_ov
     # 8 moves a step so that games end and SGD (an all-reduce across the processes) runs from step 2.
     overrides = {**tiny_overrides, "moves_per_step": 8, "replay_size": 128, "num_steps": 4, "checkpoint_every": 2}
     two, one = tmp_path / "two_processes", tmp_path / "one_process"
-    workers = [_start(two, "2", overrides, _env(1, AZJAX_DISTRIBUTED="1", JAX_COORDINATOR_ADDRESS=f"127.0.0.1:{port}",
-                                                 AZJAX_NUM_PROCESSES="2", AZJAX_PROCESS_ID=str(i)))
-               for i in range(2)]
-    reference = _start(one, "all", overrides, _env(2))
-    outs = _finish([*workers, reference])
+    reference = _start(one, "new", "end", overrides, _env(2))
+    outs = _finish([*_two_processes(two, "new", "2", overrides, port), reference])
     assert "process 0 of 2, 2 devices: step 2" in outs[0]
     assert "process 1 of 2, 2 devices: step 2" in outs[1]
     assert "process 0 of 1, 2 devices: step 4" in outs[2]
@@ -100,9 +105,12 @@ def test_two_processes_train_like_one_process_with_two_devices(tmp_path, tiny_ov
     rows, _ = load_metrics(two)
     assert [r["step"] for r in rows] == [1, 2]
 
-    # The checkpoint of the two processes resumes in one process with two devices.
-    (out,) = _finish([_start(two, "resume", overrides, _env(2))])
-    assert "process 0 of 1, 2 devices: step 4" in out
+    # The checkpoint of the two processes resumes in one process with two devices (step 3), and the
+    # checkpoint of that one in two processes again (step 4).
+    (out,) = _finish([_start(two, "resume", "1", overrides, _env(2))])
+    assert "process 0 of 1, 2 devices: step 3" in out
+    outs = _finish(_two_processes(two, "resume", "end", overrides, _free_local_port()))
+    assert "process 0 of 2, 2 devices: step 4" in outs[0] and "process 1 of 2, 2 devices: step 4" in outs[1]
 
     resumed, _ = load_metrics(two)
     reference_rows, _ = load_metrics(one)
