@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     import jax
 
     out = {
-        "command": "python scripts/compile_time.py " + shlex.join(sys.argv[1:] if argv is None else argv),
+        "command": ("python scripts/compile_time.py " + shlex.join(sys.argv[1:] if argv is None else argv)).strip(),
         "train_command": "azjax train --game GAME --preset quick --num_steps 2 --eval_every 0 --checkpoint_every 2 "
                          "--no-progress --run_dir RUN (AZJAX_CACHE_DIR=an empty directory, then the same one; run "
                          "through azjax.cli.main in a fresh python process that records JAX's compile events)",
