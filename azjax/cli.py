@@ -23,17 +23,50 @@ import time
 from pathlib import Path
 from typing import Any
 
-from azjax.config import PRESETS, Config, parse_field, preset
+from azjax.hosts import init_distributed
+
+init_distributed()  # AZJAX_DISTRIBUTED=1: before azjax.config imports pgx, which starts JAX's backend
+
+from azjax.config import PRESETS, Config, parse_field, preset  # noqa: E402
+
+OFF_WORDS = ("", "0", "off", "none", "false")  # values of AZJAX_CACHE_DIR that mean "no cache"
 
 
-def enable_compilation_cache() -> None:
-    """JAX's persistent compilation cache: a second run of the same config skips compilation."""
+def compile_cache_dir() -> str | None:
+    """Where the persistent compilation cache lives; None when it is off.
+
+    In order: `AZJAX_CACHE_DIR` (a directory, or `off`), a directory already given to JAX (e.g. by
+    `JAX_COMPILATION_CACHE_DIR`), then `$XDG_CACHE_HOME/azjax/jax` (default `~/.cache/azjax/jax`).
+    """
     import jax
 
-    cache = os.environ.get("AZJAX_CACHE_DIR", os.path.expanduser("~/.cache/azjax/jax"))
-    if cache.lower() not in ("", "0", "off", "none"):
+    env = os.environ.get("AZJAX_CACHE_DIR")
+    if env is not None:
+        return None if env.strip().lower() in OFF_WORDS else os.path.expanduser(env)
+    if jax.config.jax_compilation_cache_dir:
+        return jax.config.jax_compilation_cache_dir
+    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
+    return os.path.join(xdg, "azjax", "jax")
+
+
+def enable_compilation_cache(enabled: bool = True, announce: bool = False) -> str | None:
+    """JAX's persistent compilation cache: a second run of the same config skips compilation.
+
+    Returns the directory (None when off). `announce` prints it on stderr (stdout belongs to GTP/UCI).
+    """
+    import jax
+
+    cache = compile_cache_dir() if enabled else None
+    if cache is not None:
         jax.config.update("jax_compilation_cache_dir", cache)
+        # Only programs that took a while to build are worth a disk entry (the loop takes many seconds).
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
+    else:  # also against a directory given to JAX by its own variables
+        jax.config.update("jax_enable_compilation_cache", False)
+    if announce:
+        where = cache or "off (--no-compile-cache or AZJAX_CACHE_DIR=off)"
+        print(f"JAX compilation cache: {where}", file=sys.stderr, flush=True)
+    return cache
 
 
 def _config_flags(parser: argparse.ArgumentParser) -> None:
@@ -365,6 +398,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("arena", help="round robin / gauntlet among checkpoints, baselines and GTP/UCI engines")
     arena_arguments(p)
     p.set_defaults(func=cmd_arena)
+    for p in sub.choices.values():  # every command: `azjax COMMAND --no-compile-cache ...`
+        p.add_argument("--no-compile-cache", action="store_true",
+                       help="do not use JAX's persistent compilation cache (also: AZJAX_CACHE_DIR=off)")
     return parser
 
 
@@ -373,11 +409,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "game", None) is None and args.command == "bench":
         args.game = ["connect_four", "go_9x9"]
-    enable_compilation_cache()
-    if os.environ.get("AZJAX_DISTRIBUTED", "") not in ("", "0"):
-        import jax
-
-        jax.distributed.initialize()  # coordinator and process ids from the cluster's environment
+    enable_compilation_cache(enabled=not args.no_compile_cache, announce=True)
     try:
         return int(args.func(args) or 0)
     except (ValueError, FileNotFoundError) as e:

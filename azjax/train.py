@@ -22,6 +22,7 @@ from typing import Any
 import jax
 
 from azjax import checkpoint as ckpt
+from azjax import hosts
 from azjax.config import Config
 from azjax.loop import LoopState, Trainer
 
@@ -61,6 +62,7 @@ class RunLog:
     columns: list[str] = field(default_factory=lambda: list(METRIC_COLUMNS))
     rows: list[dict[str, Any]] = field(default_factory=list)
     evals: list[dict[str, Any]] = field(default_factory=list)
+    write: bool = True  # False on every process but the first of a many-host run
 
     def __post_init__(self) -> None:
         self.rows = _read_csv(self.run_dir / "metrics.csv")
@@ -71,6 +73,8 @@ class RunLog:
         """Forgets rows after `step` (written after the checkpoint a resume starts from)."""
         self.rows = [r for r in self.rows if int(float(r["step"])) <= step]
         self.evals = [r for r in self.evals if int(float(r["step"])) <= step]
+        if not self.write:
+            return
         _write_csv(self.run_dir / "metrics.csv", self.columns + TIMING_COLUMNS, self.rows)
         _write_csv(self.run_dir / "eval.csv", EVAL_COLUMNS, self.evals)
 
@@ -83,6 +87,8 @@ class RunLog:
 
     def add(self, row: dict[str, Any]) -> None:
         self.rows.append(row)
+        if not self.write:
+            return
         _append_csv(self.run_dir / "metrics.csv", self.columns + TIMING_COLUMNS, row)
         for k, v in row.items():
             if k != "step" and isinstance(v, float) and math.isfinite(v):
@@ -90,6 +96,8 @@ class RunLog:
 
     def add_eval(self, row: dict[str, Any]) -> None:
         self.evals.append(row)
+        if not self.write:
+            return
         _append_csv(self.run_dir / "eval.csv", EVAL_COLUMNS, row)
         self.tb().add_scalar(f"eval/score_vs_{row['opponent']}", row["score"], int(row["step"]))
 
@@ -206,14 +214,16 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
         if (run_dir / ckpt.CONFIG_FILE).exists():
             raise ckpt.CheckpointError(
                 f"{run_dir} already holds a run; use --resume {run_dir} to continue it or pick a new --run_dir")
+        hosts.barrier("azjax-new-run")  # every process has looked before the first one writes
         run_dir.mkdir(parents=True, exist_ok=True)
-        ckpt.save_config(run_dir, config)
+        if hosts.is_primary():
+            ckpt.save_config(run_dir, config)
 
     print(f"azjax run {run_dir} ({'resuming' if resume else 'new'}), {jax.device_count()} device(s) "
           f"[{jax.devices()[0].platform}]\n{config.describe()}", flush=True)
     trainer = Trainer(config)
     checkpointer = ckpt.StateCheckpointer(run_dir)
-    log = RunLog(run_dir, columns=metric_columns(config))
+    log = RunLog(run_dir, columns=metric_columns(config), write=hosts.is_primary())
     state = trainer.init(config.seed)
     start = 0
     if resume:
@@ -295,9 +305,10 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
 
 def _checkpoint(run_dir: Path, checkpointer: ckpt.StateCheckpointer, step: int, state: LoopState,
                 log: RunLog) -> None:
-    checkpointer.save(step, state)
-    if jax.process_index() == 0:  # the other hosts hold the same replicated parameters
-        ckpt.save_params(run_dir, state.params)
+    checkpointer.save(step, state)  # every process writes its shards
+    if not hosts.is_primary():  # the other hosts hold the same replicated parameters and metrics
+        return
+    ckpt.save_params(run_dir, state.params)
     from azjax.plots import plot_run
 
     plot_run(run_dir, log.rows, log.evals)

@@ -60,6 +60,8 @@ def test_notebook_runs_top_to_bottom(tmp_path, monkeypatch):
     code = [c for c in nb.cells if c.cell_type == "code"]
     assert all(c.execution_count for c in code), "every code cell runs, the install cell included"
     assert "AZJAX_NOTEBOOK_SKIP_INSTALL is set" in _stdout(_cell(nb, "install"))
+    # The notebook turns the compilation cache on, in the directory JAX was given (here: the session's).
+    assert f"JAX compilation cache: {cache}" in _stdout(_cell(nb, "game"))
 
     run_dir = tmp_path / "runs" / "notebook_connect_four_tiny"
     assert (run_dir / "params.msgpack").is_file()
