@@ -43,6 +43,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--plot", default="results/sai_7x7.png")
     p.add_argument("--model_dir", default="results/models/go_7x7_sai")
     p.add_argument("--resume", action="store_true", help="continue the run in --run_dir")
+    p.add_argument("--report_only", action="store_true",
+                   help="train nothing: write --out, --plot and --model_dir from the run in --run_dir as it stands")
     _config_flags(p)
     return p.parse_args(argv)
 
@@ -115,7 +117,11 @@ def main(argv: list[str] | None = None) -> int:
         overrides["num_steps"] = args.steps
     run_dir = Path(args.run_dir)
     t0 = time.perf_counter()
-    if args.resume:
+    if args.report_only:
+        config = ckpt.load_config(run_dir)
+        last = load_metrics(run_dir)[0][-1]
+        summary = {"step": int(last["step"]), "finished": int(last["step"]) >= config.num_steps}
+    elif args.resume:
         config = ckpt.load_config(run_dir).replace(**overrides) if overrides else None
         summary = train(config, run_dir, resume=True, progress=False, time_budget_s=args.minutes * 60)
     else:
