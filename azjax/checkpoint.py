@@ -63,7 +63,7 @@ def load_config(path: str | os.PathLike) -> Config:
         raise CheckpointError(f"{path} is neither a run directory nor an exported model: no {CONFIG_FILE}")
     try:
         return Config.from_json(file.read_text())
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, OSError) as e:
         raise CheckpointError(f"{file} is not a valid azjax config: {e}") from e
 
 

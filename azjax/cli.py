@@ -380,8 +380,9 @@ def main(argv: list[str] | None = None) -> int:
         jax.distributed.initialize()  # coordinator and process ids from the cluster's environment
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError) as e:
-        print(f"azjax {args.command}: error: {e}", file=sys.stderr)
+    except (ValueError, OSError) as e:  # OSError: e.g. a directory where a file should be, no permission
+        message = str(e).replace("\n", " ")  # one line
+        print(f"azjax {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -411,7 +411,7 @@ def uci_fuzz_lines(rng: random.Random, fens: list[str], quick: bool = False) -> 
 
 # ---------------------------------------------------------------- reply checks
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def _decode_output(raw: bytes) -> tuple[str, str | None]:
@@ -423,7 +423,7 @@ def _decode_output(raw: bytes) -> tuple[str, str | None]:
     if not text.endswith("\n"):
         return text, "output line without a newline"
     text = text[:-1]
-    if _CONTROL.search(text):
+    if CONTROL_CHARS.search(text):
         return text, f"control character in the output: {text[:200]!r}"
     return text, None
 
@@ -623,6 +623,9 @@ def fuzz_uci(argv: Sequence[str], lines: int, seed: int = 0, timeout: float = 12
                 else:
                     engine.send(line + b"isready\n")
                 out = _read_until(engine, ready, timeout, report, line)
+                if out is not None and words[:1] == ["isready"]:  # the fuzz line's own readyok came first
+                    more = _read_until(engine, ready, timeout, report, line)
+                    out = None if more is None else out + more
                 if out is None:
                     raise TimeoutError("no readyok")
                 stray = [t for t in out if t.startswith("bestmove")]

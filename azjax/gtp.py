@@ -136,7 +136,7 @@ class GTPEngine:
 
     def handle(self, line: str) -> tuple[str, bool]:
         """(response text with its trailing empty line, whether to quit) for one cleaned command line."""
-        words = line.split()
+        words = [w for w in line.split(" ") if w]  # GTP separates by spaces only, not by any unicode space
         cid = ""
         if words and re.fullmatch(r"[0-9]+", words[0]):  # ASCII digits only: int("²") fails
             cid = words.pop(0)

@@ -229,7 +229,7 @@ class UCIEngine:
         v = 8
         while v < min(nodes, self._max_nodes()):
             v *= 2
-        return min(v, self._max_nodes()) if nodes >= self.engine.visits else min(v, self.engine.visits)
+        return min(v, self.engine.visits) if nodes <= self.engine.visits else min(v, self._max_nodes())
 
     def _time_budget(self, p: dict[str, int]) -> float | None:
         if "movetime" in p:
