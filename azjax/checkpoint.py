@@ -14,13 +14,23 @@ checkpoint accepts either a run directory or an exported model directory.
 The loop state is saved as a flat dict of its leaves (in tree order). Restoring rebuilds the tree
 from a freshly initialised state of the same config, and checks every leaf's shape and dtype, so a
 checkpoint from another config fails with a message instead of silently loading.
+
+Crashes (SIGKILL, power loss) never leave a checkpoint that a resume would load half-written: orbax
+writes each step into a temporary directory and renames it when complete, and after that azjax writes
+a manifest (`azjax_manifest.json`: every file's size and SHA-256). `StateCheckpointer.latest_step`
+(what a resume starts from) removes temporary directories of interrupted writes and skips, with a
+message, any newest step whose files do not match its manifest (or, without a manifest, whose orbax
+metadata cannot be read), moving it to `checkpoints/damaged/` and falling back to the last complete one.
+Small files (config, parameters, JSON results) are written to a temporary file and renamed.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +43,8 @@ from azjax.config import Config
 
 CONFIG_FILE = "config.json"
 PARAMS_FILE = "params.msgpack"
+MANIFEST_FILE = "azjax_manifest.json"  # inside each checkpoints/N/: the sizes and hashes of its files
+ORBAX_TMP_MARK = ".orbax-checkpoint-tmp"  # orbax's temporary directories of unfinished writes
 # Fields that change only logging, never what the loop computes: they may differ on resume.
 RESUME_MUTABLE_FIELDS = ("log_every", "checkpoint_every")
 
@@ -51,7 +63,7 @@ def load_config(path: str | os.PathLike) -> Config:
         raise CheckpointError(f"{path} is neither a run directory nor an exported model: no {CONFIG_FILE}")
     try:
         return Config.from_json(file.read_text())
-    except (ValueError, TypeError) as e:
+    except (ValueError, TypeError, OSError) as e:
         raise CheckpointError(f"{file} is not a valid azjax config: {e}") from e
 
 
@@ -109,12 +121,73 @@ class StateCheckpointer:
             self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True))
 
     def latest_step(self) -> int | None:
-        return self.manager.latest_step()
+        """The newest complete checkpoint's step (None if there is none). Leftovers of interrupted writes
+        are removed, and damaged newer steps are moved to `checkpoints/damaged/`, each with a message."""
+        changed = False
+        if self.directory.exists():
+            for tmp in sorted(p for p in self.directory.iterdir() if ORBAX_TMP_MARK in p.name):
+                print(f"removing {tmp}: an unfinished checkpoint write (the process was stopped during it)", flush=True)
+                shutil.rmtree(tmp, ignore_errors=True)
+                changed = True
+        if changed:
+            self._reload()
+        for step in sorted(self.manager.all_steps(), reverse=True):
+            problem = self.check(step)
+            if problem is None:
+                return step
+            dest = self.directory / "damaged" / f"{step}-{time.strftime('%Y%m%d_%H%M%S')}"
+            print(f"skipping checkpoint {self.directory / str(step)}: {problem}; moved it to {dest} and "
+                  "falling back to the previous checkpoint", flush=True)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            os.replace(self.directory / str(step), dest)
+            self._reload()
+        return None
+
+    def check(self, step: int) -> str | None:
+        """None if checkpoint `step` is complete and intact, else what is wrong with it."""
+        step_dir = self.directory / str(step)
+        manifest_file = step_dir / MANIFEST_FILE
+        if not manifest_file.exists():
+            # Written by an older azjax, or the process stopped between orbax's final rename and the
+            # manifest: orbax's rename makes it complete, as long as its metadata can be read.
+            try:
+                meta = self.manager.item_metadata(step)
+                if meta is None or "leaves" not in dict(meta):
+                    return "its orbax metadata is missing"
+            except Exception as e:
+                return f"its orbax metadata cannot be read ({_one_line(e)})"
+            return None
+        try:
+            manifest = json.loads(manifest_file.read_text())
+            files = dict(manifest["files"])
+        except (ValueError, KeyError, TypeError) as e:
+            return f"its manifest {MANIFEST_FILE} is corrupt ({_one_line(e)})"
+        for rel, (size, digest) in sorted(files.items()):
+            f = step_dir / rel
+            if not f.is_file():
+                return f"{rel} is missing"
+            if f.stat().st_size != size:
+                return f"{rel} has {f.stat().st_size} bytes, the manifest says {size} (truncated or overwritten)"
+            if _sha256(f) != digest:
+                return f"{rel} does not match its checksum (corrupt)"
+        return None
 
     def save(self, step: int, state: Any) -> None:
+        step_dir = self.directory / str(step)
+        if step_dir.exists():
+            # A step left by a run that was stopped after this checkpoint and resumed from an earlier one
+            # (its later rows are forgotten too): orbax would refuse to overwrite it.
+            self.manager.delete(step)
         leaves = jax.tree.leaves(state)
-        self.manager.save(step, args=ocp.args.StandardSave({"leaves": _leaf_dict(leaves)}))
+        self.manager.save(step, args=ocp.args.StandardSave({"leaves": _leaf_dict(leaves)}), force=True)
         self.manager.wait_until_finished()
+        if jax.process_index() == 0:
+            files = {str(f.relative_to(step_dir)): [f.stat().st_size, _sha256(f)]
+                     for f in sorted(step_dir.rglob("*")) if f.is_file() and f.name != MANIFEST_FILE}
+            _atomic_write(step_dir / MANIFEST_FILE, json.dumps({"step": step, "files": files}, indent=1).encode())
+
+    def _reload(self) -> None:
+        self.manager.reload()
 
     def restore(self, step: int, template: Any) -> Any:
         """The state saved at `step`, in the structure (and shardings) of `template`."""
@@ -140,8 +213,21 @@ class StateCheckpointer:
         try:
             restored = self.manager.restore(step, args=ocp.args.StandardRestore(abstract))
         except Exception as e:
-            raise CheckpointError(f"checkpoint {self.directory / str(step)} could not be read: {e}") from e
+            raise CheckpointError(f"checkpoint {self.directory / str(step)} could not be read: {_one_line(e)}") from e
         return jax.tree.unflatten(treedef, [restored["leaves"][k] for k in sorted(restored["leaves"])])
+
+
+def _sha256(file: Path) -> str:
+    h = hashlib.sha256()
+    with open(file, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _one_line(e: BaseException | str, limit: int = 300) -> str:
+    text = " ".join(str(e).split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _leaf_dict(leaves: list[Any]) -> dict[str, Any]:
@@ -174,3 +260,20 @@ def _atomic_write(file: Path, data: bytes) -> None:
 
 def write_json(file: str | os.PathLike, obj: Any) -> None:
     _atomic_write(Path(file), (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
+
+
+def update_json(file: str | os.PathLike, updates: dict[str, Any]) -> dict[str, Any]:
+    """Merges `updates` into the JSON object in `file` by top-level key (other keys are kept: several
+    scripts write sections of one results file) and writes it atomically; returns the merged object."""
+    file = Path(file)
+    data: dict[str, Any] = {}
+    if file.exists():
+        try:
+            data = json.loads(file.read_text())
+        except ValueError as e:
+            raise CheckpointError(f"{file} is not valid JSON ({e}); not overwriting it") from e
+        if not isinstance(data, dict):
+            raise CheckpointError(f"{file} does not hold a JSON object; not overwriting it")
+    data.update(updates)
+    write_json(file, data)
+    return data

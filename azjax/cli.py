@@ -412,8 +412,9 @@ def main(argv: list[str] | None = None) -> int:
     enable_compilation_cache(enabled=not args.no_compile_cache, announce=True)
     try:
         return int(args.func(args) or 0)
-    except (ValueError, FileNotFoundError) as e:
-        print(f"azjax {args.command}: error: {e}", file=sys.stderr)
+    except (ValueError, OSError) as e:  # OSError: e.g. a directory where a file should be, no permission
+        message = str(e).replace("\n", " ")  # one line
+        print(f"azjax {args.command}: error: {message}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         return 130

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from azjax.games import GAMES
+from azjax.games import GAMES, ODDS_FENS, check_fen
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,6 +80,8 @@ class Config:
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
             _check_type(f.name, value, hints[f.name])
+            if isinstance(value, float) and not math.isfinite(value):  # NaN passes every range check below
+                raise ValueError(f"{f.name} must be a finite number, got {value!r}")
             if type(value) is int and float in _union_args(hints[f.name]) and int not in _union_args(hints[f.name]):
                 object.__setattr__(self, f.name, float(value))  # 1 -> 1.0, so JSON and comparisons agree
         if self.game not in GAMES:
@@ -109,6 +112,11 @@ class Config:
                 raise ValueError(f"komi must be a half-integer (e.g. 7.5) so no game is drawn, got {self.komi}")
         if self.start not in ("", "standard") and self.game != "chess":
             raise ValueError(f"start positions apply to chess only, not {self.game!r} (start={self.start!r})")
+        if self.game == "chess" and self.start not in ("", *ODDS_FENS):
+            try:  # here, not when the game is built: by then the run directory would already exist
+                check_fen(self.start)
+            except ValueError as e:
+                raise ValueError(f"start must be {', '.join(ODDS_FENS)} or a legal FEN: {e}") from None
         if self.n_scl is not None and self.n_scl < 1:
             raise ValueError(f"n_scl must be >= 1 (or None = off), got {self.n_scl}")
         if self.value_head == "sai" and not self.game.startswith("go_"):
@@ -139,6 +147,8 @@ class Config:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Config:
+        if not isinstance(d, dict):
+            raise ValueError(f"a config is a JSON object of field: value pairs, not a {type(d).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(d) - names)
         if unknown:

@@ -32,6 +32,8 @@ Conventions:
 from __future__ import annotations
 
 import argparse
+import io
+import math
 import re
 import sys
 from collections.abc import Callable
@@ -61,10 +63,31 @@ def parse_color(text: str) -> str:
 
 
 def clean_line(line: str) -> str:
-    """GTP preprocessing: drop control characters except tab/newline, tabs to spaces, strip comments."""
-    line = "".join(ch for ch in line if ch in "\t\n" or ord(ch) >= 32 and ord(ch) != 127)
-    line = line.replace("\t", " ").split("#", 1)[0]
-    return line.strip()
+    """GTP preprocessing (spec section 3.1): drop control characters except tab/newline (C1 controls
+    U+0080-U+009F too), strip comments, tabs to spaces, strip spaces. Only spaces are stripped: a line
+    of other (unicode) whitespace is a command, and gets an answer (`? empty command`)."""
+    line = "".join(ch for ch in line if ch in "\t\n" or not (ord(ch) < 32 or 127 <= ord(ch) < 160))
+    line = line.split("#", 1)[0].replace("\t", " ")
+    return line.strip(" \n")
+
+
+def one_line(message: str, limit: int = 300) -> str:
+    """An error message fit for a `?` reply: a newline inside would end the reply early; echoed input
+    may be megabytes long."""
+    message = " ".join(message.split())
+    return message if len(message) <= limit else message[: limit - 3] + "..."
+
+
+def engine_streams(inp: TextIO | None, out: TextIO | None) -> tuple[TextIO, TextIO]:
+    """stdin/stdout for an engine talking to a GUI: undecodable input bytes become U+FFFD instead of
+    ending the engine with a UnicodeDecodeError, and output never fails to encode."""
+    if inp is None:
+        inp = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    if out is None:
+        out = sys.stdout
+        if isinstance(out, io.TextIOWrapper):
+            out.reconfigure(errors="backslashreplace")
+    return inp, out
 
 
 class GTPEngine:
@@ -113,9 +136,9 @@ class GTPEngine:
 
     def handle(self, line: str) -> tuple[str, bool]:
         """(response text with its trailing empty line, whether to quit) for one cleaned command line."""
-        words = line.split()
+        words = [w for w in line.split(" ") if w]  # GTP separates by spaces only, not by any unicode space
         cid = ""
-        if words and words[0].isdigit():
+        if words and re.fullmatch(r"[0-9]+", words[0]):  # ASCII digits only: int("²") fails
             cid = words.pop(0)
         if not words:
             return f"?{cid} empty command\n\n", False
@@ -126,9 +149,9 @@ class GTPEngine:
         try:
             result = handler(args)
         except (GTPError, ValueError) as e:
-            return f"?{cid} {e}\n\n", False
+            return f"?{cid} {one_line(str(e))}\n\n", False
         except Exception as e:  # never let one command kill the engine
-            return f"?{cid} internal error: {type(e).__name__}: {e}\n\n", False
+            return f"?{cid} {one_line(f'internal error: {type(e).__name__}: {e}')}\n\n", False
         sep = " " if result and not result.startswith("\n") else ""
         return f"={cid}{sep}{result}\n\n", name == "quit"
 
@@ -228,7 +251,7 @@ class GTPEngine:
             main, byo, stones = float(args[0]), float(args[1]), int(args[2])
         except (IndexError, ValueError):
             raise GTPError("time_settings needs main_time byo_yomi_time byo_yomi_stones") from None
-        if len(args) != 3 or main < 0 or byo < 0 or stones < 0:
+        if len(args) != 3 or not (0 <= main < math.inf and 0 <= byo < math.inf) or stones < 0:
             raise GTPError("time_settings needs three non-negative numbers")
         self.time_settings = (main, byo, stones)
         self.time_left.clear()
@@ -242,8 +265,8 @@ class GTPEngine:
             seconds, stones = float(args[1]), int(args[2])
         except ValueError:
             raise GTPError("time_left needs a number of seconds and of stones") from None
-        if seconds < 0 or stones < 0:
-            raise GTPError("time_left values must be non-negative")
+        if not 0 <= seconds < math.inf or stones < 0:  # NaN fails the comparison too
+            raise GTPError("time_left values must be finite and non-negative")
         self.time_left[color] = (seconds, stones)
         return ""
 
@@ -275,5 +298,5 @@ def format_go_score(black_minus_komi: float) -> str:
 def main(args: argparse.Namespace, inp: TextIO | None = None, out: TextIO | None = None) -> int:
     engine = Engine.from_checkpoint(args.checkpoint, visits=args.visits, n_scl=args.n_scl,
                                     search=getattr(args, "search", None), seed=getattr(args, "seed", 0))
-    GTPEngine(engine, inp, out).run()
+    GTPEngine(engine, *engine_streams(inp, out)).run()
     return 0

@@ -10,28 +10,35 @@ never exits on bad input.
 Search and time: mctx searches a fixed number of simulations per call and cannot be interrupted or
 resumed, so `go` runs whole searches in a background thread:
 
-  * `go nodes N` searches N visits (N is rounded up to a power of two >= 8 below the `Visits`
-    option so that few sizes are compiled; `nodes` larger than `Visits` are honoured exactly);
+  * `go nodes N` searches N visits, rounded up to a power of two >= 8 so that few sizes are compiled
+    (below the `Visits` option: at most `Visits`), at most 16 x `Visits` (an `info string` says so:
+    a search's tree and time grow faster than its visits, so the ceiling follows the option a user
+    sets for the hardware; `Visits` itself is at most MAX_VISITS);
   * `go` with `movetime`/`wtime`/`btime`/`winc`/`binc`/`movestogo` computes a time budget
     (movetime, or time_left / movestogo (default 30) + increment / 2, at most time_left / 2) and
     searches the largest power-of-two visit count <= `Visits` that fits, judged by the measured
     speed of earlier (already compiled) searches; before any measurement it searches `Visits`;
   * plain `go` searches `Visits`;
   * `go infinite` (or `go ponder`) searches `Visits`, then keeps searching with double the visits
-    (up to 16 x `Visits`), reporting `info` after each search, until `stop`;
+    (up to 16 x `Visits`), reporting `info` after each search, until `stop`
+    (or `ponderhit`);
   * `stop` ends the search after the search call in progress and prints `bestmove` from the last
-    finished search (waiting for the first one if none has finished).
+    finished search (waiting for the first one if none has finished);
+  * a command that changes or reads the position or the options (`position`, `go`, `ucinewgame`,
+    `setoption`, `d`) during an infinite search first stops it, as `stop` would (its `bestmove` comes
+    first), instead of waiting for a `stop` that the engine could then never read.
 
 After each search call: `info depth D nodes N nps X time MS score cp C pv ...` (depth = PV length,
 score from the chosen move's Q with lc0's formula) and, with `VerboseMoveStats` on, the per-move
 statistics table as `info string` lines in lc0's order (most-visited last) before `bestmove`.
-Options: `Visits` (spin), `NScl` (spin, 0 = off: search-contempt node limit), `VerboseMoveStats`
-(check).
+Options: `Visits` (spin, 1 to MAX_VISITS), `NScl` (spin, 0 = off: search-contempt node limit),
+`VerboseMoveStats` (check). Output lines never carry control characters (echoed input is escaped).
 """
 
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import threading
 import time
@@ -39,8 +46,12 @@ from typing import TextIO
 
 from azjax.engine import Engine, SearchResult, format_table
 from azjax.games import STANDARD_FEN
+from azjax.gtp import engine_streams, one_line
 
 MAX_INFINITE_FACTOR = 16
+# mctx keeps dense [visits + 1, 4672] arrays per search tree: 8192 visits are ~1 GB of tree on the device.
+MAX_VISITS = 8192
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class UCIEngine:
@@ -56,10 +67,13 @@ class UCIEngine:
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._infinite = False  # the search in progress waits for `stop`
 
     # ----- output
 
     def send(self, line: str) -> None:
+        # A control character (e.g. a vertical tab in an echoed command) could read as a line break to a GUI.
+        line = _CONTROL.sub(lambda m: m.group().encode("unicode_escape").decode(), line)
         with self._lock:
             self.out.write(line + "\n")
             self.out.flush()
@@ -86,39 +100,39 @@ class UCIEngine:
             if cmd == "uci":
                 self.send("id name azjax")
                 self.send("id author azjax")
-                self.send(f"option name Visits type spin default {self.engine.visits} min 1 max 1000000")
+                self.send(f"option name Visits type spin default {self.engine.visits} min 1 max {MAX_VISITS}")
                 self.send(f"option name NScl type spin default {self.engine.n_scl or 0} min 0 max 1000000")
                 self.send("option name VerboseMoveStats type check default false")
                 self.send("uciok")
             elif cmd == "isready":
                 self.send("readyok")
-            elif cmd == "stop":
+            elif cmd in ("stop", "ponderhit"):  # ponderhit: the pondered move was played; answer now
                 self.stop_search()
             elif cmd == "ucinewgame":
-                self.wait_search()
+                self.finish_search()
                 self.engine.reset()
             elif cmd == "position":
-                self.wait_search()
+                self.finish_search()
                 self.cmd_position(args)
             elif cmd == "setoption":
-                self.wait_search()
+                self.finish_search()
                 self.cmd_setoption(args)
             elif cmd == "go":
-                self.wait_search()
+                self.finish_search()
                 self.cmd_go(args)
             elif cmd == "d":
-                self.wait_search()
+                self.finish_search()
                 for row in self.engine.render().splitlines():
                     self.send(f"info string {row}")
                 self.send(f"info string fen {self.engine.fen()}")
-            elif cmd in ("debug", "register", "ponderhit"):
+            elif cmd in ("debug", "register"):
                 pass
             else:
-                self.send(f"info string unknown command {line}")
+                self.send(f"info string unknown command {one_line(line)}")
         except ValueError as e:
-            self.send(f"info string error: {e}")
+            self.send(f"info string error: {one_line(str(e))}")
         except Exception as e:  # never die on input
-            self.send(f"info string internal error: {type(e).__name__}: {e}")
+            self.send(f"info string internal error: {one_line(f'{type(e).__name__}: {e}')}")
         return True
 
     # ----- commands
@@ -160,9 +174,9 @@ class UCIEngine:
             name, value = " ".join(args[1:]), ""
         key = name.lower().replace(" ", "")
         if key == "visits":
-            self.engine.set_visits(_int(value, "Visits"))
+            self.engine.set_visits(_int(value, "Visits", 1, MAX_VISITS))
         elif key in ("nscl", "n_scl"):
-            self.engine.set_n_scl(_int(value, "NScl"))
+            self.engine.set_n_scl(_int(value, "NScl", 0, 1_000_000))
         elif key == "verbosemovestats":
             if value.lower() not in ("true", "false"):
                 raise ValueError(f"VerboseMoveStats must be true or false, got {value!r}")
@@ -193,24 +207,29 @@ class UCIEngine:
             self.send("bestmove 0000")
             return
         if "nodes" in params:
+            cap = self._max_nodes()
+            if params["nodes"] > cap:
+                self.send(f"info string nodes {params['nodes']} capped at {cap} (16 x Visits)")
             plan = [self._round_visits(max(params["nodes"], 1))]
         elif infinite:
             plan = [e.visits]
-            while plan[-1] < e.visits * MAX_INFINITE_FACTOR:
-                plan.append(plan[-1] * 2)
+            while plan[-1] < self._max_nodes():
+                plan.append(min(plan[-1] * 2, self._max_nodes()))
         else:
             plan = [e.visits_for_time(self._time_budget(params))]
         self._stop.clear()
+        self._infinite = infinite
         self._thread = threading.Thread(target=self._search_thread, args=(plan, infinite), daemon=True)
         self._thread.start()
 
+    def _max_nodes(self) -> int:
+        return min(self.engine.visits * MAX_INFINITE_FACTOR, MAX_VISITS)
+
     def _round_visits(self, nodes: int) -> int:
-        if nodes >= self.engine.visits:
-            return nodes
         v = 8
-        while v < nodes:
+        while v < min(nodes, self._max_nodes()):
             v *= 2
-        return min(v, self.engine.visits)
+        return min(v, self.engine.visits) if nodes <= self.engine.visits else min(v, self._max_nodes())
 
     def _time_budget(self, p: dict[str, int]) -> float | None:
         if "movetime" in p:
@@ -256,21 +275,31 @@ class UCIEngine:
         self._stop.set()
         self.wait_search()
 
+    def finish_search(self) -> None:
+        """Waits for the search in progress; an infinite one is stopped first (it would wait forever)."""
+        if self._infinite:
+            self._stop.set()
+        self.wait_search()
+
     def wait_search(self) -> None:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+        self._infinite = False
 
 
-def _int(text: str, what: str) -> int:
+def _int(text: str, what: str, low: int | None = None, high: int | None = None) -> int:
     try:
-        return int(text)
+        value = int(text)
     except ValueError:
-        raise ValueError(f"{what} needs an integer, got {text!r}") from None
+        raise ValueError(f"{what} needs an integer, got {one_line(repr(text), 60)}") from None
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ValueError(f"{what} must be in [{low}, {high}], got {one_line(text, 60)}")
+    return value
 
 
 def main(args: argparse.Namespace, inp: TextIO | None = None, out: TextIO | None = None) -> int:
     engine = Engine.from_checkpoint(args.checkpoint, visits=args.visits, n_scl=args.n_scl,
                                     search=getattr(args, "search", None), seed=getattr(args, "seed", 0))
-    UCIEngine(engine, inp, out).run()
+    UCIEngine(engine, *engine_streams(inp, out)).run()
     return 0

@@ -1,0 +1,333 @@
+"""Kill soak: a training run killed with SIGKILL at random moments and resumed, against one never killed.
+
+    report = soak(workdir, overrides, kills=20, seed=0)
+
+The runs are `azjax train` processes started through `python -m azjax.soak child ARGS...`, which runs
+the real command line after wrapping three functions of the host driver so that they print phase
+markers on stdout (`@@phase begin|end NAME STEP`): the loop step (`Trainer.step`, synchronised so that
+the marker spans the device work), the periodic evaluation (`azjax.train.evaluate`) and the checkpoint
+(`azjax.train._checkpoint`: orbax state, manifest, params.msgpack, plots). Nothing they compute changes.
+
+1. A reference run goes from start to end without interruption; its markers give each phase's duration.
+2. The soak run starts the same config in another directory. Before each segment the driver picks a
+   phase (the one with the fewest kills so far among those still ahead: a self-play step, i.e. one
+   whose step ran no SGD in the reference because the replay was still filling; a self-play + SGD
+   step; a checkpoint write; an evaluation) and an occurrence of it at most two checkpoints ahead, and
+   sends SIGKILL a random fraction of that phase's median reference duration after the phase begins. The phase
+   the process was actually in when the signal was sent (its last marker) is what the report counts.
+   The run is then resumed (`azjax train --resume`), until `kills` kills; a last resume runs to the end.
+3. The soak run's metrics.csv (every column the loop computes), eval.csv (all but the time) and final
+   parameters must equal the reference's exactly, and every checkpoint left must pass the manifest check.
+
+The loop step is one jitted function (self-play, replay writes and SGD together), so "during SGD"
+means during a step that runs SGD, not an instant inside the SGD part of it.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import os
+import queue
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+MARK = "@@phase"
+PHASES = ("selfplay", "sgd", "checkpoint", "eval")
+
+
+# ---------------------------------------------------------------- the child: azjax train with markers
+
+
+def _install_markers() -> None:
+    import jax
+
+    import azjax.train as train_mod
+    from azjax.loop import Trainer
+
+    counter = {"step": None}
+
+    def say(what: str, name: str, step: int) -> None:
+        print(f"{MARK} {what} {name} {step} {time.time():.6f}", flush=True)
+
+    original_step = Trainer.step
+
+    def step(self: Trainer, state: Any) -> Any:
+        n = int(jax.device_get(state.step)) + 1
+        counter["step"] = n
+        say("begin", "step", n)
+        out = original_step(self, state)
+        jax.block_until_ready(out)  # the device work belongs inside the phase
+        say("end", "step", n)
+        return out
+
+    original_eval = train_mod.evaluate
+
+    def evaluate(config: Any, trainer: Any, params: Any, step_: int) -> Any:
+        say("begin", "eval", step_)
+        out = original_eval(config, trainer, params, step_)
+        say("end", "eval", step_)
+        return out
+
+    original_ckpt = train_mod._checkpoint
+
+    def checkpoint(run_dir: Any, checkpointer: Any, step_: int, state: Any, log: Any) -> None:
+        say("begin", "checkpoint", step_)
+        original_ckpt(run_dir, checkpointer, step_, state, log)
+        say("end", "checkpoint", step_)
+
+    Trainer.step = step  # type: ignore[method-assign]
+    train_mod.evaluate = evaluate
+    train_mod._checkpoint = checkpoint
+
+
+def child_main(argv: list[str]) -> int:
+    _install_markers()
+    from azjax.cli import main
+
+    return main(argv)
+
+
+# ---------------------------------------------------------------- the driver
+
+
+class Child:
+    """One `azjax train` process with a reader thread collecting its output lines."""
+
+    def __init__(self, args: list[str], env: dict[str, str], log_file: Path):
+        self.proc = subprocess.Popen([sys.executable, "-m", "azjax.soak", "child", *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, env=env, text=True, bufsize=1)
+        self.lines: queue.Queue[str | None] = queue.Queue()
+        self.log = open(log_file, "a")  # noqa: SIM115
+        self.log.write(f"$ azjax {' '.join(args)}\n")
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.log.write(line)
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def wait(self) -> int:
+        code = self.proc.wait()
+        time.sleep(0.1)
+        self.log.flush()
+        return code
+
+
+def _parse_mark(line: str) -> tuple[str, str, int, float] | None:
+    parts = line.split()
+    if len(parts) == 5 and parts[0] == MARK:
+        return parts[1], parts[2], int(parts[3]), float(parts[4])
+    return None
+
+
+def _train_args(run_dir: Path, overrides: dict[str, Any]) -> list[str]:
+    args = ["train", "--game", str(overrides.get("game", "connect_four")), "--preset", "quick", "--run_dir",
+            str(run_dir), "--no-progress"]
+    for k, v in overrides.items():
+        if k != "game":
+            args += [f"--{k}", str(v)]
+    return args
+
+
+def _read_rows(file: Path) -> list[dict[str, str]]:
+    if not file.exists():
+        return []
+    with open(file, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+@dataclasses.dataclass
+class Kill:
+    target: str  # the phase aimed at
+    target_step: int
+    phase: str  # the phase the process was in when SIGKILL was sent ("between" if none had begun)
+    step: int
+    delay_s: float
+    resumed_from: int | None = None  # the step the next segment resumed from
+    skipped_damaged: int = 0  # damaged or unfinished checkpoints the next resume reported
+
+
+def soak(workdir: str | Path, overrides: dict[str, Any], kills: int = 20, seed: int = 0,
+         env: dict[str, str] | None = None, log: Any = print) -> dict[str, Any]:
+    """Runs the reference and the killed run in `workdir`; returns the report (see the module docstring)."""
+    from azjax.checkpoint import StateCheckpointer
+    from azjax.train import METRIC_COLUMNS
+
+    workdir = Path(workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ if env is None else env)
+    env["PYTHONPATH"] = str(Path(__file__).parents[1])  # the children run this azjax
+    rng = random.Random(seed)
+    t0 = time.perf_counter()
+    log_file = workdir / "soak.log"
+
+    # 1. the reference
+    ref_dir = workdir / "reference"
+    child = Child(_train_args(ref_dir, overrides), env, log_file)
+    durations: dict[str, list[float]] = {p: [] for p in PHASES}
+    begun: dict[tuple[str, int], float] = {}
+    while (line := child.lines.get()) is not None:
+        m = _parse_mark(line)
+        if m is None:
+            continue
+        what, name, step, t = m
+        if what == "begin":
+            begun[(name, step)] = t
+        else:
+            durations.setdefault(name, []).append(t - begun[(name, step)])
+    if child.wait() != 0:
+        raise RuntimeError(f"the reference run failed; see {log_file}")
+    ref_rows = _read_rows(ref_dir / "metrics.csv")
+    num_steps = len(ref_rows)
+    sgd = {int(r["step"]): r["sgd_applied"] == "1" for r in ref_rows}
+    step_s = durations.pop("step")
+    durations["selfplay"] = [d for i, d in enumerate(step_s, 1) if not sgd.get(i)] or step_s
+    durations["sgd"] = [d for i, d in enumerate(step_s, 1) if sgd.get(i)] or step_s
+    checkpoint_every = int(overrides["checkpoint_every"])
+    eval_every = int(overrides.get("eval_every", 0))
+    log(f"reference: {num_steps} steps in {time.perf_counter() - t0:.0f} s; median phase seconds "
+        + ", ".join(f"{p} {statistics.median(d):.3f}" for p, d in durations.items() if d))
+
+    def occurrences(phase: str, after: int, upto: int) -> list[int]:
+        steps = range(after + 1, upto + 1)
+        if phase == "selfplay":
+            return [s for s in steps if not sgd[s]]
+        if phase == "sgd":
+            return [s for s in steps if sgd[s]]
+        if phase == "checkpoint":
+            return [s for s in steps if s % checkpoint_every == 0 or s == num_steps]
+        return [s for s in steps if eval_every and (s % eval_every == 0 or s == num_steps)]
+
+    # 2. the soak run
+    run_dir = workdir / "soak"
+    done: list[Kill] = []
+    counts = {p: 0 for p in PHASES}
+    resume_from = 0
+    segments = 0
+    while True:
+        args = _train_args(run_dir, overrides) if segments == 0 else ["train", "--resume", str(run_dir),
+                                                                      "--no-progress"]
+        target = None
+        if len(done) < kills:
+            window = min(resume_from + 2 * checkpoint_every, num_steps)
+            options = [(counts[p], rng.random(), p) for p in PHASES if occurrences(p, resume_from, window)]
+            if options:
+                phase = min(options)[2]
+                step = rng.choice(occurrences(phase, resume_from, window))
+                target = (phase, step, rng.random() * statistics.median(durations[phase]))
+        child = Child(args, env, log_file)
+        segments += 1
+        last: tuple[str, str, int] | None = None  # the latest marker: (begin|end, name, step)
+        outputs: list[str] = []
+        killed = None
+        while (line := child.lines.get()) is not None:
+            outputs.append(line)
+            m = _parse_mark(line)
+            if m is None:
+                continue
+            last = m[:3]
+            if target is None or m[0] != "begin":
+                continue
+            phase, step, delay = target
+            name = "step" if phase in ("selfplay", "sgd") else phase
+            if m[1] == name and m[2] == step:
+                time.sleep(delay)
+                # Drain what arrived meanwhile: the phase the process is in now.
+                while True:
+                    try:
+                        more = child.lines.get_nowait()
+                    except queue.Empty:
+                        break
+                    if more is None:
+                        child.lines.put(None)
+                        break
+                    outputs.append(more)
+                    mm = _parse_mark(more)
+                    if mm is not None:
+                        last = mm[:3]
+                child.proc.send_signal(signal.SIGKILL)
+                assert last is not None
+                actual = "between" if last[0] == "end" else (
+                    ("sgd" if sgd[last[2]] else "selfplay") if last[1] == "step" else last[1])
+                killed = Kill(target=phase, target_step=step, phase=actual, step=last[2], delay_s=round(delay, 4))
+                break
+        code = child.wait()
+        if done:  # what the resume that started this segment reported
+            done[-1].skipped_damaged = sum("skipping checkpoint" in ln or "unfinished checkpoint" in ln
+                                           for ln in outputs)
+            resumed = [ln for ln in outputs if ln.startswith("resumed from step") or ln.startswith("no checkpoint yet")]
+            done[-1].resumed_from = int(resumed[0].split()[-1]) if resumed and resumed[0][0] == "r" else 0
+        if killed is not None:
+            done.append(killed)
+            if killed.phase in counts:
+                counts[killed.phase] += 1
+            resume_from = StateCheckpointer(run_dir).manager.latest_step() or 0
+            log(f"kill {len(done)}/{kills}: aimed at {killed.target} of step {killed.target_step}, landed in "
+                f"{killed.phase} of step {killed.step} after {killed.delay_s:.3f} s; latest checkpoint {resume_from}")
+            continue
+        if code != 0:
+            raise RuntimeError(f"a soak segment failed with exit code {code}; see {log_file}")
+        if len(done) >= kills:
+            break
+        resume_from = StateCheckpointer(run_dir).manager.latest_step() or 0  # ran to the end without a kill
+        if resume_from >= num_steps:
+            break
+
+    # 3. compare
+    loop_columns = [c for c in _read_rows(ref_dir / "metrics.csv")[0] if c in METRIC_COLUMNS or c.startswith("empty")]
+    got_rows = _read_rows(run_dir / "metrics.csv")
+    metric_diffs = [f"row {i + 1} {c}: {a.get(c)} != {b.get(c)}" for i, (a, b) in enumerate(zip(ref_rows, got_rows,
+                                                                                               strict=False))
+                    for c in loop_columns if a.get(c) != b.get(c)]
+    if len(got_rows) != len(ref_rows):
+        metric_diffs.append(f"{len(got_rows)} metric rows, the reference has {len(ref_rows)}")
+    ref_evals, got_evals = _read_rows(ref_dir / "eval.csv"), _read_rows(run_dir / "eval.csv")
+    eval_diffs = [f"eval row {i + 1} {c}" for i, (a, b) in enumerate(zip(ref_evals, got_evals, strict=False))
+                  for c in a if c != "time_s" and a[c] != b.get(c)]
+    if len(ref_evals) != len(got_evals):
+        eval_diffs.append(f"{len(got_evals)} eval rows, the reference has {len(ref_evals)}")
+    params_equal = (ref_dir / "params.msgpack").read_bytes() == (run_dir / "params.msgpack").read_bytes()
+    checkpointer = StateCheckpointer(run_dir)
+    ckpt_dir = run_dir / "checkpoints"
+    leftovers = [p.name for p in ckpt_dir.iterdir() if ".orbax-checkpoint-tmp" in p.name]
+    bad_checkpoints = {s: checkpointer.check(s) for s in checkpointer.manager.all_steps() if checkpointer.check(s)}
+    by_phase = {p: sum(k.phase == p for k in done) for p in (*PHASES, "between")}
+    exact = not metric_diffs and not eval_diffs and params_equal
+    return {
+        "trials_killed": len(done),
+        "resumed": sum(k.resumed_from is not None for k in done),
+        "resumed_exactly": exact,
+        "kills_by_phase": by_phase,
+        "kills": [dataclasses.asdict(k) for k in done],
+        "steps": num_steps,
+        "segments": segments,
+        "metric_rows_compared": len(ref_rows),
+        "metric_columns_compared": loop_columns,
+        "metric_differences": metric_diffs[:20],
+        "eval_rows_compared": len(ref_evals),
+        "eval_differences": eval_diffs[:20],
+        "final_params_equal": params_equal,
+        "checkpoints_left": sorted(checkpointer.manager.all_steps()),
+        "checkpoints_failing_check": bad_checkpoints,
+        "unfinished_writes_left": leftovers,
+        "damaged_or_unfinished_skipped_on_resume": sum(k.skipped_damaged for k in done),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "overrides": overrides,
+        "seed": seed,
+    }
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "child":
+        sys.exit(child_main(sys.argv[2:]))
+    sys.exit("usage: python -m azjax.soak child AZJAX_ARGS... (see scripts/soak_resume.py)")

@@ -1,0 +1,308 @@
+"""Reliability under faults and bad input, at test scale: the GTP and UCI engines fuzzed through a pipe
+(and property-based in-process), bad flags, configs and model files, damaged checkpoints skipped on
+resume, and a training run killed with SIGKILL and resumed exactly. The full-scale counts come from
+scripts/fuzz_engines.py and scripts/soak_resume.py (results/reliability.json)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import sys
+import threading
+from pathlib import Path
+
+import chess
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import azjax.fuzz
+from azjax import checkpoint as ckpt
+from azjax.cli import main
+from azjax.config import Config
+from azjax.engine import Engine, SearchResult
+from azjax.fuzz import check_gtp_reply, fuzz_gtp, fuzz_uci, make_untrained_model
+from azjax.gtp import GTPEngine, clean_line
+from azjax.uci import UCIEngine
+
+REPO = Path(azjax.fuzz.__file__).parents[1]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("models")
+    return {g: Path(make_untrained_model(root / g, g, s))
+            for g, s in (("connect_four", "gumbel"), ("go_9x9", "puct"), ("chess", "gumbel"))}
+
+
+def engine_env() -> dict[str, str]:
+    """The engines run this checkout's azjax and share the session's compilation cache."""
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env["AZJAX_CACHE_DIR"] = str(__import__("jax").config.jax_compilation_cache_dir)
+    return env
+
+
+def engine_argv(kind: str, model: Path) -> list[str]:
+    return [sys.executable, "-m", "azjax.cli", kind, "--checkpoint", str(model)]
+
+
+# ---------------------------------------------------------------- fuzzing through a pipe
+
+
+@pytest.mark.parametrize("game, lines", [("connect_four", 200), ("go_9x9", 100)])
+def test_gtp_answers_every_malformed_line_with_a_well_formed_reply(models, game, lines):
+    report = fuzz_gtp(engine_argv("gtp", models[game]), game, lines, seed=1, timeout=180, env=engine_env(),
+                      quick=True)
+    assert report.lines_sent == lines
+    assert report.ok, report.problems
+
+
+def test_uci_answers_every_go_with_a_legal_bestmove_or_an_error(models):
+    report = fuzz_uci(engine_argv("uci", models["chess"]), 120, seed=1, timeout=180, env=engine_env(), fens=3,
+                      quick=True)
+    assert report.lines_sent == 120 and report.go_commands > 10
+    assert report.bestmoves > 0 and report.go_errors > 0  # both kinds of answer were exercised
+    assert report.ok, report.problems
+
+
+def test_the_gtp_checker_rejects_malformed_replies():
+    assert check_gtp_reply(["= D4"], None) is None and check_gtp_reply(["=12 D4"], "12") is None
+    assert check_gtp_reply(["?3 illegal move"], "3") is None
+    assert "id" in check_gtp_reply(["= D4"], "12")
+    assert "first line" in check_gtp_reply(["D4"], None)
+    assert "empty line" in check_gtp_reply(["= ", "", "x"], None)
+
+
+# ---------------------------------------------------------------- property-based, in-process
+
+
+@pytest.fixture(scope="module")
+def c4_engine(models) -> Engine:
+    return Engine.from_checkpoint(str(models["connect_four"]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet=st.characters(blacklist_categories=["Cs"]), max_size=80))
+def test_gtp_gives_one_well_formed_reply_to_any_text(c4_engine, text):
+    gtp = GTPEngine(c4_engine, io.StringIO(), io.StringIO())
+    line = clean_line(text.replace("\n", " ").replace("\r", " "))
+    if not line:
+        return
+    words = [w for w in line.split(" ") if w]
+    if words and words[-1] == "quit" or any(w in ("genmove", "lz-analyze", "azjax-analyze") for w in words):
+        return  # a search: covered by the pipe fuzz
+    reply, _ = gtp.handle(line)
+    assert reply.endswith("\n\n") and "\n\n" not in reply[:-2]
+    cid = words[0] if words[0].isascii() and words[0].isdigit() else None
+    assert check_gtp_reply(reply[:-2].split("\n"), cid) is None, reply
+
+
+@pytest.fixture(scope="module")
+def chess_engine(models) -> Engine:
+    return Engine.from_checkpoint(str(models["chess"]))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=st.text(alphabet=st.characters(blacklist_categories=["Cs"]), min_size=1, max_size=80))
+def test_uci_prints_only_well_formed_lines_for_any_text(chess_engine, text):
+    text = text.replace("\n", " ").replace("\r", " ")
+    if not text.strip() or text.split()[0] in ("go", "quit"):
+        return
+    out = io.StringIO()
+    UCIEngine(chess_engine, io.StringIO(), out).handle(text.strip())
+    for line in out.getvalue().splitlines():
+        assert line.split(" ", 1)[0] in azjax.fuzz.UCI_KEYWORDS and not azjax.fuzz.CONTROL_CHARS.search(line), line
+
+
+def run_uci(engine: Engine, commands: list[str], timeout: float = 120.0) -> list[str]:
+    """A UCI session in a thread, so that a regression to a hang fails instead of stalling the suite."""
+    out = io.StringIO()
+    uci = UCIEngine(engine, io.StringIO("\n".join(commands) + "\n"), out)
+    t = threading.Thread(target=uci.run, daemon=True)
+    t.start()
+    t.join(timeout)
+    assert not t.is_alive(), f"the engine hung; output so far: {out.getvalue()[-500:]!r}"
+    return out.getvalue().splitlines()
+
+
+def test_uci_stops_an_infinite_search_when_a_command_needs_the_position(chess_engine):
+    # Without a `stop` in between, the engine used to wait for one forever (it could no longer read it).
+    lines = run_uci(chess_engine, ["position startpos", "go infinite", "position startpos moves e2e4",
+                                   "go nodes 4", "quit"])
+    best = [ln for ln in lines if ln.startswith("bestmove")]
+    assert len(best) == 2
+    board = chess.Board()
+    board.push_uci("e2e4")
+    assert chess.Move.from_uci(best[1].split()[1]) in board.legal_moves
+
+
+def test_uci_caps_huge_node_counts_and_refuses_out_of_range_visits(chess_engine, monkeypatch):
+    searched = []
+
+    def search(visits=None):  # the visit counts asked for (a real search of 64 visits would compile for a minute)
+        searched.append(visits)
+        return SearchResult("e2e4", 0, 0.0, 0.0, 0.0, visits, [], ["e2e4"], 0.0, 0.001)
+
+    monkeypatch.setattr(chess_engine, "search", search)
+    lines = run_uci(chess_engine, ["setoption name Visits value 99999999999999999999",
+                                   "setoption name Visits value 0", "setoption name Visits value " + "9" * 5000,
+                                   "position startpos", "go nodes 99999999999999999999", "go nodes 4", "go nodes 3",
+                                   "go nodes 20", "quit"])
+    errors = [ln for ln in lines if ln.startswith("info string error: Visits")]
+    assert len(errors) == 3 and all(len(ln) < 200 for ln in errors)
+    assert "info string nodes 99999999999999999999 capped at 64 (16 x Visits)" in lines
+    assert searched == [64, 4, 4, 32]  # powers of two (few compiles), at most Visits below it, 16 x Visits above
+    assert [ln for ln in lines if ln.startswith("bestmove")] == ["bestmove e2e4"] * 4
+
+
+def test_uci_escapes_control_characters_in_echoed_input(chess_engine):
+    lines = run_uci(chess_engine, ["foo\x01bar\x7f\x0bbestmove e2e4", "quit"])
+    assert lines == ["info string unknown command foo\\x01bar\\x7f bestmove e2e4"]
+
+
+# ---------------------------------------------------------------- bad flags, configs and files
+
+
+def _model_copy(models: dict[str, Path], tmp_path: Path, name: str) -> Path:
+    d = tmp_path / name
+    shutil.copytree(models["connect_four"], d)
+    return d
+
+
+CONFIG_CASES = {
+    "truncated": (lambda c: c[:40], "config.json is not a valid azjax config: Expecting"),
+    "empty": (lambda c: b"", "config.json is not a valid azjax config: Expecting value"),
+    "binary": (lambda c: bytes(range(256)), "config.json is not a valid azjax config: 'utf-8' codec"),
+    "a list": (lambda c: b"[1, 2]", "a config is a JSON object of field: value pairs, not a list"),
+    "unknown field": (lambda c: c.replace(b"{", b'{"nmu_blocks": 2,', 1), "unknown config field(s): nmu_blocks"),
+    "wrong type": (lambda c: c.replace(b'"num_blocks": 1', b'"num_blocks": "one"'), "num_blocks has the wrong type"),
+    "NaN": (lambda c: c.replace(b'"learning_rate": 0.002', b'"learning_rate": NaN'),
+            "learning_rate must be a finite number, got nan"),
+    "out of range": (lambda c: c.replace(b'"num_channels": 8', b'"num_channels": 0'), "num_channels must be >= 1"),
+}
+
+
+@pytest.mark.parametrize("case", list(CONFIG_CASES))
+def test_a_malformed_config_json_gets_a_one_line_error_naming_the_file_and_field(models, tmp_path, capsys, case):
+    edit, message = CONFIG_CASES[case]
+    d = _model_copy(models, tmp_path, "m")
+    (d / "config.json").write_bytes(edit((d / "config.json").read_bytes()))
+    for command in ("gtp", "analyze"):
+        argv = [command, "--checkpoint", str(d)] + (["--moves", "4"] if command == "analyze" else [])
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{d}/config.json" in err and message in err, err
+
+
+PARAMS_CASES = {
+    "empty": (lambda p, other: b"", "is corrupt or not a parameter file"),
+    "truncated": (lambda p, other: p[: len(p) // 2], "is corrupt or not a parameter file"),
+    "random bytes": (lambda p, other: bytes(range(256)) * 4, "is corrupt or not a parameter file"),
+    "another game's": (lambda p, other: other, "does not match its config's network"),
+}
+
+
+@pytest.mark.parametrize("case", list(PARAMS_CASES))
+def test_a_corrupt_truncated_or_other_game_model_gets_a_one_line_error_naming_the_file(models, tmp_path, capsys,
+                                                                                       case):
+    edit, message = PARAMS_CASES[case]
+    d = _model_copy(models, tmp_path, "m")
+    other = (models["go_9x9"] / "params.msgpack").read_bytes()
+    (d / "params.msgpack").write_bytes(edit((d / "params.msgpack").read_bytes(), other))
+    for argv in (["gtp", "--checkpoint", str(d)], ["eval", str(d), "random", "--games", "2"], ["play", str(d)]):
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{d}/params.msgpack" in err and message in err, err
+
+
+def test_a_directory_where_a_model_file_should_be_gets_a_clear_error(models, tmp_path, capsys):
+    d = _model_copy(models, tmp_path, "m")
+    (d / "params.msgpack").unlink()
+    (d / "params.msgpack").mkdir()
+    assert main(["gtp", "--checkpoint", str(d)]) == 2
+    assert "params.msgpack is corrupt or not a parameter file" in capsys.readouterr().err
+    (d / "config.json").unlink()
+    (d / "config.json").mkdir()
+    assert main(["gtp", "--checkpoint", str(d)]) == 2
+    assert "config.json is not a valid azjax config" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--learning_rate", "nan"], "learning_rate must be a finite number, got nan"),
+    (["--dirichlet_alpha", "inf"], "dirichlet_alpha must be a finite number, got inf"),
+    (["--game", "go_9x9", "--komi=-inf"], "komi must be a finite number, got -inf"),
+    (["--num_envs", "1e3"], "num_envs expects a number, got '1e3'"),
+    (["--augment", "maybe"], "augment expects true/false, got 'maybe'"),
+    (["--n_scl", "0"], "n_scl must be >= 1"),
+    (["--compute_dtype", "float16"], "compute_dtype must be one of float32, bfloat16"),
+    (["--game", "chess", "--start", "8/8/8 w"], "bad FEN"),
+])
+def test_every_malformed_flag_is_refused_naming_the_field(argv, message, tmp_path, capsys):
+    assert main(["train", "--run_dir", str(tmp_path / "run"), "--no-progress", *argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "run").exists()  # refused before anything was written
+
+
+def test_non_finite_values_in_a_config_are_refused():
+    with pytest.raises(ValueError, match="weight_decay must be a finite number"):
+        Config(weight_decay=float("nan"))
+
+
+def test_results_json_is_merged_by_key_not_overwritten(tmp_path):
+    out = tmp_path / "reliability.json"
+    ckpt.update_json(out, {"compile_counts": {"x": 1}})
+    ckpt.update_json(out, {"fuzz": {"lines": 10}})
+    assert json.loads(out.read_text()) == {"compile_counts": {"x": 1}, "fuzz": {"lines": 10}}
+    out.write_text("{not json")
+    with pytest.raises(ckpt.CheckpointError, match="not valid JSON"):
+        ckpt.update_json(out, {"fuzz": {}})
+    assert out.read_text() == "{not json"  # nothing already saved is lost
+
+
+# ---------------------------------------------------------------- damaged checkpoints, kills
+
+
+def test_resume_skips_a_damaged_newest_checkpoint_and_matches_an_uninterrupted_run(tmp_path, tiny_overrides,
+                                                                                   capsys):
+    from azjax.train import METRIC_COLUMNS, train
+
+    config = Config(game="connect_four", **{**tiny_overrides, "checkpoint_every": 1})  # 4 steps
+    train(config, tmp_path / "ref", progress=False)
+    run = tmp_path / "run"
+    train(config, run, progress=False, stop_after=3)  # checkpoints at steps 1, 2 and 3
+    # The newest checkpoint is damaged (a file truncated after the write), and a write of step 4 was cut off.
+    data = max((f for f in (run / "checkpoints" / "3").rglob("*") if f.is_file() and f.name != ckpt.MANIFEST_FILE),
+               key=lambda f: f.stat().st_size)
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    (run / "checkpoints" / "4.orbax-checkpoint-tmp-1234").mkdir()
+    capsys.readouterr()
+    train(None, run, resume=True, progress=False)
+    out = capsys.readouterr().out
+    assert "removing" in out and "unfinished checkpoint write" in out
+    assert f"skipping checkpoint {run.absolute()}/checkpoints/3: " in out and "truncated" in out
+    assert "resumed from step 2" in out
+    assert not list((run / "checkpoints").glob("*tmp*")) and len(list((run / "checkpoints" / "damaged").iterdir())) == 1
+    def loop_columns(run_dir: Path) -> list[dict[str, str]]:  # as written (strings: NaN == NaN)
+        with open(run_dir / "metrics.csv", newline="") as f:
+            return [{k: r[k] for k in METRIC_COLUMNS} for r in csv.DictReader(f)]
+
+    assert len(loop_columns(run)) == 4 and loop_columns(run) == loop_columns(tmp_path / "ref")
+    assert (run / "params.msgpack").read_bytes() == (tmp_path / "ref" / "params.msgpack").read_bytes()
+    checkpointer = ckpt.StateCheckpointer(run)
+    assert all(checkpointer.check(s) is None for s in checkpointer.manager.all_steps())
+
+
+def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics_and_parameters(tmp_path, tiny_overrides):
+    from azjax.soak import soak
+
+    # Every field as a flag: the same config as the in-process tests, so the children reuse their compiles.
+    overrides = Config(game="connect_four", **{**tiny_overrides, "checkpoint_every": 1}).to_dict()
+    report = soak(tmp_path, overrides, kills=2, seed=3, env=engine_env(), log=lambda m: None)
+    assert report["trials_killed"] == 2 and report["resumed"] == 2
+    assert report["metric_rows_compared"] == 4 and report["final_params_equal"]
+    assert report["resumed_exactly"], (report["metric_differences"], report["eval_differences"])
+    assert not report["checkpoints_failing_check"] and not report["unfinished_writes_left"]
