@@ -9,14 +9,15 @@ the marker spans the device work), the periodic evaluation (`azjax.train.evaluat
 (`azjax.train._checkpoint`: orbax state, manifest, params.msgpack, plots). Nothing they compute changes.
 
 1. A reference run goes from start to end without interruption; its markers give each phase's duration.
-2. The soak run starts the same config in another directory. Before each segment the driver picks a
+2. A soak run starts the same config in another directory. Before each segment the driver picks a
    phase (the one with the fewest kills so far among those still ahead: a self-play step, i.e. one
    whose step ran no SGD in the reference because the replay was still filling; a self-play + SGD
    step; a checkpoint write; an evaluation) and an occurrence of it at most two checkpoints ahead, and
    sends SIGKILL a random fraction of that phase's median reference duration after the phase begins. The phase
    the process was actually in when the signal was sent (its last marker) is what the report counts.
-   The run is then resumed (`azjax train --resume`), until `kills` kills; a last resume runs to the end.
-3. The soak run's metrics.csv (every column the loop computes), eval.csv (all but the time) and final
+   The run is then resumed (`azjax train --resume`); once a run reaches its end, the next round starts a
+   fresh one, until `kills` kills in all.
+3. Each soak run's metrics.csv (every column the loop computes), eval.csv (all but the time) and final
    parameters must equal the reference's exactly, and every checkpoint left must pass the manifest check.
 
 The loop step is one jitted function (self-play, replay writes and SGD together), so "during SGD"
@@ -161,7 +162,6 @@ def soak(workdir: str | Path, overrides: dict[str, Any], kills: int = 20, seed: 
          env: dict[str, str] | None = None, log: Any = print) -> dict[str, Any]:
     """Runs the reference and the killed run in `workdir`; returns the report (see the module docstring)."""
     from azjax.checkpoint import StateCheckpointer
-    from azjax.train import METRIC_COLUMNS
 
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
@@ -208,86 +208,116 @@ def soak(workdir: str | Path, overrides: dict[str, Any], kills: int = 20, seed: 
             return [s for s in steps if s % checkpoint_every == 0 or s == num_steps]
         return [s for s in steps if eval_every and (s % eval_every == 0 or s == num_steps)]
 
-    # 2. the soak run
-    run_dir = workdir / "soak"
+    # 2. soak runs: a round runs one fresh run to its end through kills and resumes; rounds repeat until
+    # `kills` kills (a kill sets the run back at most to its last checkpoint, so a round ends after a
+    # dozen kills or so).
     done: list[Kill] = []
     counts = {p: 0 for p in PHASES}
-    resume_from = 0
+    rounds = []
     segments = 0
-    while True:
-        args = _train_args(run_dir, overrides) if segments == 0 else ["train", "--resume", str(run_dir),
-                                                                      "--no-progress"]
-        target = None
-        if len(done) < kills:
-            window = min(resume_from + 2 * checkpoint_every, num_steps)
-            options = [(counts[p], rng.random(), p) for p in PHASES if occurrences(p, resume_from, window)]
-            if options:
-                phase = min(options)[2]
-                step = rng.choice(occurrences(phase, resume_from, window))
-                target = (phase, step, rng.random() * statistics.median(durations[phase]))
-        child = Child(args, env, log_file)
-        segments += 1
-        last: tuple[str, str, int] | None = None  # the latest marker: (begin|end, name, step)
-        outputs: list[str] = []
-        killed = None
-        while (line := child.lines.get()) is not None:
-            outputs.append(line)
-            m = _parse_mark(line)
-            if m is None:
+    while len(done) < kills or not rounds:
+        run_dir = workdir / f"soak{len(rounds) + 1}"
+        resume_from = 0
+        first = True
+        while True:
+            args = _train_args(run_dir, overrides) if first else ["train", "--resume", str(run_dir), "--no-progress"]
+            first = False
+            target = None
+            if len(done) < kills:
+                window = min(resume_from + 2 * checkpoint_every, num_steps)
+                options = [(counts[p], rng.random(), p) for p in PHASES if occurrences(p, resume_from, window)]
+                if options:
+                    phase = min(options)[2]
+                    step = rng.choice(occurrences(phase, resume_from, window))
+                    target = (phase, step, rng.random() * statistics.median(durations[phase]))
+            killed, outputs, code = _segment(Child(args, env, log_file), target, sgd)
+            segments += 1
+            if done and done[-1].resumed_from is None:  # what the resume that started this segment reported
+                done[-1].skipped_damaged = sum("skipping checkpoint" in ln or "unfinished checkpoint" in ln
+                                               for ln in outputs)
+                resumed = [ln for ln in outputs if ln.startswith(("resumed from step", "no checkpoint yet"))]
+                done[-1].resumed_from = int(resumed[0].split()[-1]) if resumed and resumed[0][0] == "r" else 0
+            if killed is not None:
+                done.append(killed)
+                if killed.phase in counts:
+                    counts[killed.phase] += 1
+                resume_from = StateCheckpointer(run_dir).manager.latest_step() or 0
+                log(f"kill {len(done)}/{kills}: aimed at {killed.target} of step {killed.target_step}, landed in "
+                    f"{killed.phase} of step {killed.step} after {killed.delay_s:.3f} s; latest checkpoint "
+                    f"{resume_from}")
                 continue
-            last = m[:3]
-            if target is None or m[0] != "begin":
-                continue
-            phase, step, delay = target
-            name = "step" if phase in ("selfplay", "sgd") else phase
-            if m[1] == name and m[2] == step:
-                time.sleep(delay)
-                # Drain what arrived meanwhile: the phase the process is in now.
-                while True:
-                    try:
-                        more = child.lines.get_nowait()
-                    except queue.Empty:
-                        break
-                    if more is None:
-                        child.lines.put(None)
-                        break
-                    outputs.append(more)
-                    mm = _parse_mark(more)
-                    if mm is not None:
-                        last = mm[:3]
-                child.proc.send_signal(signal.SIGKILL)
-                assert last is not None
-                actual = "between" if last[0] == "end" else (
-                    ("sgd" if sgd[last[2]] else "selfplay") if last[1] == "step" else last[1])
-                killed = Kill(target=phase, target_step=step, phase=actual, step=last[2], delay_s=round(delay, 4))
-                break
-        code = child.wait()
-        if done:  # what the resume that started this segment reported
-            done[-1].skipped_damaged = sum("skipping checkpoint" in ln or "unfinished checkpoint" in ln
-                                           for ln in outputs)
-            resumed = [ln for ln in outputs if ln.startswith("resumed from step") or ln.startswith("no checkpoint yet")]
-            done[-1].resumed_from = int(resumed[0].split()[-1]) if resumed and resumed[0][0] == "r" else 0
-        if killed is not None:
-            done.append(killed)
-            if killed.phase in counts:
-                counts[killed.phase] += 1
-            resume_from = StateCheckpointer(run_dir).manager.latest_step() or 0
-            log(f"kill {len(done)}/{kills}: aimed at {killed.target} of step {killed.target_step}, landed in "
-                f"{killed.phase} of step {killed.step} after {killed.delay_s:.3f} s; latest checkpoint {resume_from}")
-            continue
-        if code != 0:
-            raise RuntimeError(f"a soak segment failed with exit code {code}; see {log_file}")
-        if len(done) >= kills:
-            break
-        resume_from = StateCheckpointer(run_dir).manager.latest_step() or 0  # ran to the end without a kill
-        if resume_from >= num_steps:
-            break
+            if code != 0:
+                raise RuntimeError(f"a soak segment failed with exit code {code}; see {log_file}")
+            break  # the run reached its end
+        rounds.append(_compare(ref_dir, run_dir, ref_rows))
+        log(f"round {len(rounds)}: resumed exactly: {rounds[-1]['resumed_exactly']}")
 
-    # 3. compare
-    loop_columns = [c for c in _read_rows(ref_dir / "metrics.csv")[0] if c in METRIC_COLUMNS or c.startswith("empty")]
+    by_phase = {p: sum(k.phase == p for k in done) for p in (*PHASES, "between")}
+    return {
+        "trials_killed": len(done),
+        "resumed": sum(k.resumed_from is not None for k in done),
+        "resumed_exactly": all(r["resumed_exactly"] for r in rounds),
+        "kills_by_phase": by_phase,
+        "kills": [dataclasses.asdict(k) for k in done],
+        "rounds": rounds,
+        "steps": num_steps,
+        "segments": segments,
+        "damaged_or_unfinished_skipped_on_resume": sum(k.skipped_damaged for k in done),
+        "seconds": round(time.perf_counter() - t0, 1),
+        "overrides": overrides,
+        "seed": seed,
+    }
+
+
+def _segment(child: Child, target: tuple[str, int, float] | None,
+             sgd: dict[int, bool]) -> tuple[Kill | None, list[str], int]:
+    """Runs one process until it ends, or kills it `target[2]` seconds after phase `target[0]` of step
+    `target[1]` begins. Returns (the kill or None, its output lines, its exit code)."""
+    last: tuple[str, str, int] | None = None  # the latest marker: (begin|end, name, step)
+    outputs: list[str] = []
+    killed = None
+    while (line := child.lines.get()) is not None:
+        outputs.append(line)
+        m = _parse_mark(line)
+        if m is None:
+            continue
+        last = (m[0], m[1], m[2])
+        if target is None or m[0] != "begin":
+            continue
+        phase, step, delay = target
+        name = "step" if phase in ("selfplay", "sgd") else phase
+        if m[1] != name or m[2] != step:
+            continue
+        time.sleep(delay)
+        while True:  # drain what arrived meanwhile: the phase the process is in now
+            try:
+                more = child.lines.get_nowait()
+            except queue.Empty:
+                break
+            if more is None:
+                child.lines.put(None)
+                break
+            outputs.append(more)
+            mm = _parse_mark(more)
+            if mm is not None:
+                last = (mm[0], mm[1], mm[2])
+        child.proc.send_signal(signal.SIGKILL)
+        actual = "between" if last[0] == "end" else (
+            ("sgd" if sgd[last[2]] else "selfplay") if last[1] == "step" else last[1])
+        killed = Kill(target=phase, target_step=step, phase=actual, step=last[2], delay_s=round(delay, 4))
+        break
+    return killed, outputs, child.wait()
+
+
+def _compare(ref_dir: Path, run_dir: Path, ref_rows: list[dict[str, str]]) -> dict[str, Any]:
+    """The soak run against the reference: loop metrics, evaluations, parameters, checkpoints."""
+    from azjax.checkpoint import ORBAX_TMP_MARK, StateCheckpointer
+    from azjax.train import METRIC_COLUMNS, SAI_COLUMNS
+
+    loop_columns = [c for c in ref_rows[0] if c in METRIC_COLUMNS or c in SAI_COLUMNS]
     got_rows = _read_rows(run_dir / "metrics.csv")
-    metric_diffs = [f"row {i + 1} {c}: {a.get(c)} != {b.get(c)}" for i, (a, b) in enumerate(zip(ref_rows, got_rows,
-                                                                                               strict=False))
+    metric_diffs = [f"row {i + 1} {c}: {a.get(c)} != {b.get(c)}"
+                    for i, (a, b) in enumerate(zip(ref_rows, got_rows, strict=False))
                     for c in loop_columns if a.get(c) != b.get(c)]
     if len(got_rows) != len(ref_rows):
         metric_diffs.append(f"{len(got_rows)} metric rows, the reference has {len(ref_rows)}")
@@ -298,19 +328,10 @@ def soak(workdir: str | Path, overrides: dict[str, Any], kills: int = 20, seed: 
         eval_diffs.append(f"{len(got_evals)} eval rows, the reference has {len(ref_evals)}")
     params_equal = (ref_dir / "params.msgpack").read_bytes() == (run_dir / "params.msgpack").read_bytes()
     checkpointer = StateCheckpointer(run_dir)
-    ckpt_dir = run_dir / "checkpoints"
-    leftovers = [p.name for p in ckpt_dir.iterdir() if ".orbax-checkpoint-tmp" in p.name]
-    bad_checkpoints = {s: checkpointer.check(s) for s in checkpointer.manager.all_steps() if checkpointer.check(s)}
-    by_phase = {p: sum(k.phase == p for k in done) for p in (*PHASES, "between")}
-    exact = not metric_diffs and not eval_diffs and params_equal
+    problems = {s: checkpointer.check(s) for s in checkpointer.manager.all_steps()}
     return {
-        "trials_killed": len(done),
-        "resumed": sum(k.resumed_from is not None for k in done),
-        "resumed_exactly": exact,
-        "kills_by_phase": by_phase,
-        "kills": [dataclasses.asdict(k) for k in done],
-        "steps": num_steps,
-        "segments": segments,
+        "run": run_dir.name,
+        "resumed_exactly": not metric_diffs and not eval_diffs and params_equal,
         "metric_rows_compared": len(ref_rows),
         "metric_columns_compared": loop_columns,
         "metric_differences": metric_diffs[:20],
@@ -318,12 +339,8 @@ def soak(workdir: str | Path, overrides: dict[str, Any], kills: int = 20, seed: 
         "eval_differences": eval_diffs[:20],
         "final_params_equal": params_equal,
         "checkpoints_left": sorted(checkpointer.manager.all_steps()),
-        "checkpoints_failing_check": bad_checkpoints,
-        "unfinished_writes_left": leftovers,
-        "damaged_or_unfinished_skipped_on_resume": sum(k.skipped_damaged for k in done),
-        "seconds": round(time.perf_counter() - t0, 1),
-        "overrides": overrides,
-        "seed": seed,
+        "checkpoints_failing_check": {str(s): p for s, p in problems.items() if p},
+        "unfinished_writes_left": [p.name for p in (run_dir / "checkpoints").iterdir() if ORBAX_TMP_MARK in p.name],
     }
 
 

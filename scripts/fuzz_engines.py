@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
                 report = fuzz_uci(argv_engine, args.lines, seed=args.seed, timeout=args.timeout, env=env, log=log)
             d = report.to_dict()
             d.update(engine_command=f"azjax {engine} --checkpoint UNTRAINED_1x8_{game.upper()} (4 visits)",
-                     command="python scripts/fuzz_engines.py " + " ".join(sys.argv[1:] if argv is None else argv),
+                     command=" ".join(["python scripts/fuzz_engines.py", *(sys.argv[1:] if argv is None else argv)]),
                      seed=args.seed, hang_timeout_s=args.timeout, date=time.strftime("%Y-%m-%d %H:%M"))
             results[f"{engine}_{game}"] = d
             print(f"{engine} {game}: {report.lines_sent} lines, {report.crashes} crashes, {report.hangs} hangs, "

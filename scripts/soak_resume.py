@@ -42,15 +42,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="azjax-soak-") as tmp:
         report = soak(args.workdir or tmp, overrides, kills=args.kills, seed=args.seed, env=env,
                       log=lambda m: print(m, flush=True))
-    report["command"] = "python scripts/soak_resume.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    report["command"] = " ".join(["python scripts/soak_resume.py", *(sys.argv[1:] if argv is None else argv)])
     report["date"] = time.strftime("%Y-%m-%d %H:%M")
     update_json(args.out, {"kill_soak": report})
-    summary = {k: report[k] for k in ("trials_killed", "resumed", "resumed_exactly", "kills_by_phase",
-                                      "final_params_equal", "checkpoints_failing_check", "unfinished_writes_left",
-                                      "seconds")}
+    summary = {k: report[k] for k in ("trials_killed", "resumed", "resumed_exactly", "kills_by_phase", "seconds")}
+    summary["rounds"] = [{k: r[k] for k in ("run", "resumed_exactly", "final_params_equal",
+                                            "checkpoints_failing_check", "unfinished_writes_left")}
+                         for r in report["rounds"]]
     print(json.dumps(summary, indent=1))
     print(f"wrote the kill_soak section of {args.out}")
-    return 0 if report["resumed_exactly"] and not report["checkpoints_failing_check"] else 1
+    intact = all(not r["checkpoints_failing_check"] and not r["unfinished_writes_left"] for r in report["rounds"])
+    return 0 if report["resumed_exactly"] and intact else 1
 
 
 if __name__ == "__main__":
