@@ -32,6 +32,7 @@ REPO = Path(azjax.fuzz.__file__).parents[1]
 
 
 @pytest.fixture(scope="module")
+
 def models(tmp_path_factory) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("models")
     return {g: Path(make_untrained_model(root / g, g, s))
@@ -193,7 +194,7 @@ def test_a_malformed_config_json_gets_a_one_line_error_naming_the_file_and_field
     for command in ("gtp", "analyze"):
         argv = [command, "--checkpoint", str(d)] + (["--moves", "4"] if command == "analyze" else [])
         assert main(argv) == 2
-        err = capsys.readouterr().err
+        err = _error_lines(capsys.readouterr().err)
         assert err.count("\n") == 1 and f"{d}/config.json" in err and message in err, err
 
 
@@ -214,7 +215,7 @@ def test_a_corrupt_truncated_or_other_game_model_gets_a_one_line_error_naming_th
     (d / "params.msgpack").write_bytes(edit((d / "params.msgpack").read_bytes(), other))
     for argv in (["gtp", "--checkpoint", str(d)], ["analyze", "--checkpoint", str(d), "--moves", "4"]):
         assert main(argv) == 2
-        err = capsys.readouterr().err
+        err = _error_lines(capsys.readouterr().err)
         assert err.count("\n") == 1 and f"{d}/params.msgpack" in err and message in err, err
 
 
@@ -242,7 +243,7 @@ def test_a_directory_where_a_model_file_should_be_gets_a_clear_error(models, tmp
 ])
 def test_every_malformed_flag_is_refused_naming_the_field(argv, message, tmp_path, capsys):
     assert main(["train", "--run_dir", str(tmp_path / "run"), "--no-progress", *argv]) == 2
-    err = capsys.readouterr().err
+    err = _error_lines(capsys.readouterr().err)
     assert err.count("\n") == 1 and message in err, err
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
@@ -309,3 +310,8 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics_and_parameters(tm
     assert run["metric_rows_compared"] == 4 and run["final_params_equal"]
     assert run["resumed_exactly"] and report["resumed_exactly"], (run["metric_differences"], run["eval_differences"])
     assert not run["checkpoints_failing_check"] and not run["unfinished_writes_left"]
+
+
+def _error_lines(err: str) -> str:
+    """stderr without the compilation-cache line every command prints first."""
+    return "".join(line for line in err.splitlines(keepends=True) if not line.startswith("JAX compilation cache:"))
