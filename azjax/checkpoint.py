@@ -29,7 +29,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -256,6 +258,13 @@ def _atomic_write(file: Path, data: bytes) -> None:
     tmp = file.with_suffix(file.suffix + ".tmp")
     tmp.write_bytes(data)
     os.replace(tmp, file)
+
+
+def script_command(script_file: str | os.PathLike, argv: list[str] | None = None) -> str:
+    """The command that reruns a script from the repository root, as results files record it:
+    `python scripts/NAME.py ARGS` (argv defaults to this process's arguments)."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    return shlex.join(["python", f"scripts/{Path(script_file).name}", *args])
 
 
 def write_json(file: str | os.PathLike, obj: Any) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import sys
 import tempfile
 import time
@@ -23,6 +22,8 @@ from pathlib import Path
 
 
 def main(argv: list[str] | None = None) -> int:
+    from azjax.checkpoint import script_command
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--game", default="connect_four")
     parser.add_argument("--preset", default="quick")
@@ -44,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     count = watch.after_first_step(STEP_FUNCTION)
     section = {
         "count": count,
-        "command": ("python scripts/compile_count.py " + shlex.join(sys.argv[1:] if argv is None else argv)).strip(),
+        "command": script_command(__file__, argv),
         "what": "compilations of the loop step (jit(_step_local)) after each trainer's first step, counted from "
                 "JAX's backend-compile events: steps 1-3 (checkpoints at 2 and 3, evaluation at 2), then a resume "
                 "in a new trainer for steps 4-6 (checkpoints and evaluations at 4 and 6)",

@@ -71,6 +71,8 @@ def train_once(game: str, run_dir: Path, cache: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from azjax.checkpoint import script_command
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--game", action="append", default=None, help="repeatable; default connect_four, go_9x9")
     parser.add_argument("--out", default="results/compile_time.json")
@@ -90,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     import jax
 
     out = {
-        "command": ("python scripts/compile_time.py " + shlex.join(sys.argv[1:] if argv is None else argv)).strip(),
+        "command": script_command(__file__, argv),
         "train_command": "azjax train --game GAME --preset quick --num_steps 2 --eval_every 0 --checkpoint_every 2 "
                          "--no-progress --run_dir RUN (AZJAX_CACHE_DIR=an empty directory, then the same one; run "
                          "through azjax.cli.main in a fresh python process that records JAX's compile events)",

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -55,11 +54,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", default="results/contempt_odds_connect_four.json")
     p.add_argument("--plot", default="results/contempt_odds_connect_four.png", help="PNG path ('' = no plot)")
     return p
-
-
-def command_line(argv: list[str]) -> str:
-    """The command that reproduces this run."""
-    return " ".join(shlex.quote(a) for a in [Path(sys.executable).name, f"scripts/{Path(__file__).name}", *argv])
 
 
 @functools.cache
@@ -226,7 +220,7 @@ def plot(summary: dict[str, Any], path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     import json
 
-    from azjax.checkpoint import write_json
+    from azjax.checkpoint import script_command, write_json
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
@@ -234,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         plot(json.loads(Path(args.out).read_text()), args.plot)
         print(f"wrote {args.plot}")
         return 0
-    summary = run(args, command_line(argv))
+    summary = run(args, script_command(__file__, argv))
     write_json(args.out, summary)
     print(f"wrote {args.out}")
     if args.plot:

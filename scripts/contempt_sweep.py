@@ -21,7 +21,6 @@ import dataclasses
 import json
 import math
 import os
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -111,6 +110,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
     from azjax.arena import match
+    from azjax.checkpoint import script_command
     from azjax.cli import enable_compilation_cache
     from azjax.search import SearchSpec
     from azjax.selfplay_stats import (
@@ -168,7 +168,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                       decisive_ratio=json_float(decisive_ratio(wins, draws, losses)))
         row["seconds"] = round(time.time() - t0, 1)
         settings.append(row)
-        _write_json(args.out, dict(partial=True, command=" ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]),
+        _write_json(args.out, dict(partial=True, command=script_command(__file__),
                                    settings=settings))
         adj = row.get("adjudicated")
         extra = ""
@@ -178,7 +178,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
               f"(unfinished {row['unfinished']}) (w+l)/d {row['decisive_ratio']} len {row['mean_length']:.0f} "
               f"repeat@1,5,10 {_at(row['repeat_fraction'], [1, 5, 10])}{extra} [{row['seconds']}s]", flush=True)
     return dict(
-        command=" ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]),
+        command=script_command(__file__),
         args={k: v for k, v in vars(args).items()},
         setup=desc,
         search=dict(kind=spec.kind, num_simulations=spec.num_simulations, pb_c_init=spec.pb_c_init,

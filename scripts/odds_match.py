@@ -30,7 +30,6 @@ import functools
 import json
 import os
 import queue
-import shlex
 import shutil
 import subprocess
 import sys
@@ -260,6 +259,7 @@ def _summary(outcome: Any, n_unfinished: int) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import jax
 
+    from azjax.checkpoint import script_command
     from azjax.cli import enable_compilation_cache
     from azjax.games import make_game
     from azjax.material import DEFAULT_SCALE, adjudicate_by_material, material_evaluator
@@ -315,13 +315,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 row["seconds"] = round(time.time() - t0, 1)
                 rows.append(row)
                 print(_line(row), flush=True)
-                command = " ".join(shlex.quote(a) for a in [sys.executable, *sys.argv])
+                command = script_command(__file__)
                 _write_json(args.out, dict(partial=True, command=command, results=rows))
     finally:
         if engine is not None:
             engine.close()
     return dict(
-        command=" ".join(shlex.quote(a) for a in [sys.executable, *sys.argv]),
+        command=script_command(__file__),
         args=vars(args),
         start=args.start,
         start_fen=game.start_fen,

@@ -18,7 +18,6 @@ not-optimal moves, and the exact command.
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -42,11 +41,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="results/pons_benchmark.json")
     return p
-
-
-def command_line(argv: list[str]) -> str:
-    """The command that reproduces this run."""
-    return " ".join(shlex.quote(a) for a in [Path(sys.executable).name, f"scripts/{Path(__file__).name}", *argv])
 
 
 def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
@@ -87,11 +81,11 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from azjax.checkpoint import write_json
+    from azjax.checkpoint import script_command, write_json
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
-    summary = run(args, command_line(argv))
+    summary = run(args, script_command(__file__, argv))
     print()
     print(f"{'agent':<40} " + " ".join(f"{s:>14}" for s in args.sets))
     for r in summary["results"]:

@@ -89,6 +89,8 @@ def run_variant(name: str, overrides: dict[str, str], args: argparse.Namespace) 
 
 
 def main() -> None:
+    from azjax.checkpoint import script_command
+
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--game", default="connect_four")
     p.add_argument("--preset", default="quick")
@@ -115,7 +117,7 @@ def main() -> None:
     def write() -> None:
         # Rewritten as each variant finishes, so a sweep cut short keeps what it measured.
         summary = {
-            "command": "python " + " ".join(sys.argv),
+            "command": script_command(__file__),
             "game": args.game, "preset": args.preset, "opponent": args.opponent, "games": args.games,
             "parallel": args.parallel, "wall_seconds": round(time.perf_counter() - started, 1),
             "machine": {"platform": platform.platform(), "devices": devices},

@@ -105,6 +105,7 @@ def plot(curves: dict[str, list[list[float]]], file: Path, title: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from azjax import checkpoint as ckpt
+    from azjax.checkpoint import script_command
     from azjax.cli import _overrides, enable_compilation_cache, load_checkpoint
     from azjax.config import preset
     from azjax.train import load_metrics, train
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         "run_dir": str(run_dir),
         "model_dir": str(model),
         "config": config.to_dict(),
-        "command": "python " + " ".join([sys.argv[0], *(argv if argv is not None else sys.argv[1:])]),
+        "command": script_command(__file__, argv),
     }
     ckpt.write_json(args.out, result)
     plot(curves, Path(args.plot), f"7x7 SAI: empty-board score estimate ({summary['step']} steps, {games} games)")

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from azjax.checkpoint import update_json
+from azjax.checkpoint import script_command, update_json
 from azjax.soak import soak
 
 # Small enough for minutes on 2 CPU cores; the replay is large (64k positions, ~25 MB) so that a
@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="azjax-soak-") as tmp:
         report = soak(args.workdir or tmp, overrides, kills=args.kills, seed=args.seed, env=env,
                       log=lambda m: print(m, flush=True))
-    report["command"] = " ".join(["python scripts/soak_resume.py", *(sys.argv[1:] if argv is None else argv)])
+    report["command"] = script_command(__file__, argv)
     report["date"] = time.strftime("%Y-%m-%d %H:%M")
     update_json(args.out, {"kill_soak": report})
     summary = {k: report[k] for k in ("trials_killed", "resumed", "resumed_exactly", "kills_by_phase", "seconds")}

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import shlex
 import sys
 import time
 from pathlib import Path
@@ -167,11 +166,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def command_line(argv: list[str]) -> str:
-    """The command that reproduces this run."""
-    return " ".join(shlex.quote(a) for a in [Path(sys.executable).name, f"scripts/{Path(__file__).name}", *argv])
-
-
 def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     import jax
 
@@ -218,11 +212,11 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from azjax.checkpoint import write_json
+    from azjax.checkpoint import script_command, write_json
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
-    summary = run(args, command_line(argv))
+    summary = run(args, script_command(__file__, argv))
     write_json(args.out, summary)
     print(f"wrote {args.out}")
     return 0
