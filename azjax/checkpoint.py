@@ -119,8 +119,11 @@ class StateCheckpointer:
 
     def __init__(self, run_dir: str | os.PathLike, max_to_keep: int = 3):
         self.directory = Path(run_dir).absolute() / "checkpoints"
+        # The handler is named up front so a fresh manager can read the metadata of checkpoints it did
+        # not write (without it, orbax reports none, and every older checkpoint would look damaged).
         self.manager = ocp.CheckpointManager(
-            self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True))
+            self.directory, options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True),
+            item_handlers=ocp.StandardCheckpointHandler())
 
     def latest_step(self) -> int | None:
         """The newest complete checkpoint's step (None if there is none). Leftovers of interrupted writes

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import math
+import shutil
 import signal
 import sys
 import time
@@ -70,11 +71,21 @@ class RunLog:
         self._tb = None
 
     def truncate(self, step: int) -> None:
-        """Forgets rows after `step` (written after the checkpoint a resume starts from)."""
-        self.rows = [r for r in self.rows if int(float(r["step"])) <= step]
-        self.evals = [r for r in self.evals if int(float(r["step"])) <= step]
+        """Forgets rows after `step` (written after the checkpoint a resume starts from). The files as they
+        were are kept beside them (`metrics.csv.before-resume-TIME`) whenever rows are dropped."""
+        rows = [r for r in self.rows if int(float(r["step"])) <= step]
+        evals = [r for r in self.evals if int(float(r["step"])) <= step]
+        dropped = (len(rows), len(evals)) != (len(self.rows), len(self.evals))
+        self.rows, self.evals = rows, evals
         if not self.write:
             return
+        if dropped:
+            stamp = time.strftime("%Y%m%d_%H%M%S")
+            for name in ("metrics.csv", "eval.csv"):
+                if (self.run_dir / name).exists():
+                    shutil.copy2(self.run_dir / name, self.run_dir / f"{name}.before-resume-{stamp}")
+            print(f"rows after step {step} are forgotten; the files as they were are kept as "
+                  f"{self.run_dir}/*.before-resume-{stamp}", flush=True)
         _write_csv(self.run_dir / "metrics.csv", self.columns + TIMING_COLUMNS, self.rows)
         _write_csv(self.run_dir / "eval.csv", EVAL_COLUMNS, self.evals)
 

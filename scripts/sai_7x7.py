@@ -137,7 +137,10 @@ def main(argv: list[str] | None = None) -> int:
     final = empty_board_estimate(config, params)
     model = ckpt.export_model(run_dir, args.model_dir)
 
-    games = int(sum(float(r["games"]) for r in rows))
+    def total(column: str) -> int:  # rows rebuilt from TensorBoard events hold no counts (nan)
+        return int(sum(v for r in rows if math.isfinite(v := float(r[column]))))
+
+    games = total("games")
     result = {
         **curves,
         "last_quarter": last_quarter(pairs),
@@ -149,7 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         "steps": int(summary["step"]),
         "finished": bool(summary["finished"]),
         "games": games,
-        "branch_starts": int(sum(float(r["branch_starts"]) for r in rows)),
+        "branch_starts": total("branch_starts"),
+        "rows_without_counts": sum(not math.isfinite(float(r["games"])) for r in rows),
         "training_seconds": pairs[-1][0] if pairs else 0.0,
         "wall_seconds": round(seconds, 1),
         "run_dir": str(run_dir),

@@ -285,6 +285,7 @@ def test_resume_skips_a_damaged_newest_checkpoint_and_matches_an_uninterrupted_r
                key=lambda f: f.stat().st_size)
     data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
     (run / "checkpoints" / "4.orbax-checkpoint-tmp-1234").mkdir()
+    (run / "checkpoints" / "2" / ckpt.MANIFEST_FILE).unlink()  # as an older azjax wrote it: still loadable
     capsys.readouterr()
     train(None, run, resume=True, progress=False)
     out = capsys.readouterr().out
@@ -294,6 +295,8 @@ def test_resume_skips_a_damaged_newest_checkpoint_and_matches_an_uninterrupted_r
     assert not list((run / "checkpoints").glob("*tmp*")) and len(list((run / "checkpoints" / "damaged").iterdir())) == 1
     rows = loop_columns()
     assert len(rows) == 4 and rows[:3] == uninterrupted  # step 3 computed again from step 2's checkpoint, exactly
+    (kept,) = run.glob("metrics.csv.before-resume-*")  # the forgotten row is kept aside, not lost
+    assert len(list(csv.DictReader(kept.open()))) == 3
     checkpointer = ckpt.StateCheckpointer(run)
     assert sorted(checkpointer.manager.all_steps())[-1] == 4
     assert all(checkpointer.check(s) is None for s in checkpointer.manager.all_steps())
