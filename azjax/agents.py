@@ -29,9 +29,9 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from azjax.build import cached_evaluator
 from azjax.config import Config
 from azjax.games import Game, GameState
-from azjax.network import make_evaluator
 from azjax.search import Evaluator, SearchSpec, mask_logits, run_search, searched_choice
 
 ActFn = Callable[[Any, jax.Array, GameState], jax.Array]
@@ -279,11 +279,6 @@ def search_agent(game: Game, evaluate: Evaluator, spec: SearchSpec, name: str = 
     return Agent(name=name, act=_search_act(game, evaluate, spec), params=params)
 
 
-@functools.cache
-def _network_evaluator(config: Config, game: Game) -> Evaluator:
-    return make_evaluator(config, game)
-
-
 def network_agent(
     config: Config, game: Game, params: Any, num_simulations: int | None = None, name: str | None = None
 ) -> Agent:
@@ -294,7 +289,7 @@ def network_agent(
     """
     spec = SearchSpec.from_config(config, training=False, num_simulations=num_simulations)
     name = name or f"net-{spec.kind}{spec.num_simulations}"
-    return search_agent(game, _network_evaluator(config, game), spec, name=name, params=params)
+    return search_agent(game, cached_evaluator(config, game), spec, name=name, params=params)
 
 
 @functools.cache

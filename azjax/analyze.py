@@ -31,7 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from azjax.build import sai_readout
 from azjax.engine import Engine, Position, SearchResult, format_table, parse_position
+from azjax.sai import readout_lines
 
 
 def result_json(line: str, r: SearchResult) -> dict[str, Any]:
@@ -92,8 +94,6 @@ def main(args: argparse.Namespace) -> int:
     result = engine.search()
     readout = None
     if engine.config.value_head == "sai":
-        from azjax.sai import readout as sai_readout
-
         readout = sai_readout(engine.config, engine.game, engine.params, engine.state)
     if args.json:
         extra = {"stats": [s.to_dict() for s in result.stats]} | ({"sai": readout.to_dict()} if readout else {})
@@ -101,8 +101,6 @@ def main(args: argparse.Namespace) -> int:
         return 0
     print(engine.render())
     if readout is not None:
-        from azjax.sai import readout_lines
-
         print("\n" + "\n".join(readout_lines(readout)))
     if engine.is_over:
         print("the game is over")

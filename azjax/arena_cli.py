@@ -54,10 +54,10 @@ import numpy as np
 from azjax import agents
 from azjax.agents import ActFn, Agent
 from azjax.arena import Z95, GameRecords, MatchResult, fit_elo, round_robin_results
-from azjax.engine import Engine, Position, base_game, color_to_move, load_checkpoint, parse_position
+from azjax.build import board_game, game_named, load_model, make_evaluator
+from azjax.engine import Engine, Position, color_to_move, parse_position
 from azjax.external import EngineError, GTPClient, UCIClient, resolve_command
 from azjax.games import STANDARD_FEN, Game, GameState, Go, board_lead_black
-from azjax.network import make_evaluator
 from azjax.records import result_string, write_record
 
 # ---------------------------------------------------------------- agents
@@ -148,7 +148,7 @@ def parse_agent(spec: str, game_name: str | None, simulations: int) -> tuple[Are
         n = base.split(":", 1)[1] if base != "random" else "1"
         if not n.isdigit() or int(n) < 1:
             raise ValueError(f"bad agent {spec!r}: mcts:N needs a positive number of simulations")
-        game = base_game(game_name)  # one game object: compiled arenas are reused across pairings
+        game = game_named(game_name)  # one game object: compiled arenas are reused across pairings
         if base == "random":
             return ArenaAgent(name=name or "random", spec=spec, kind="jax", agent=agents.random_agent(game)), game_name
         agent = agents.rollout_mcts_agent(game, int(n))
@@ -162,14 +162,14 @@ def parse_agent(spec: str, game_name: str | None, simulations: int) -> tuple[Are
         visits = int(n)
     if not Path(path).is_dir():
         raise ValueError(f"unknown agent {spec!r}: not random, mcts:N, gtp:..., uci:... or a checkpoint directory")
-    config, params = load_checkpoint(path)
+    config, params = load_model(path)
     if game_name is not None and config.game != game_name:
         raise ValueError(f"{path} plays {config.game}, not {game_name}")
     if search:
         config = config.replace(eval_search=search)
     if n_scl is not None:
         config = config.replace(n_scl=n_scl or None)
-    game = base_game(config.game, config.komi)
+    game = board_game(config)
     label = Path(path).name
     if policy:
         agent = agents.policy_agent(game, make_evaluator(config, game), params=params)
@@ -629,7 +629,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     names = [a.name for a in agents]
     if any(a.kind == "uci" for a in agents) and game_name != "chess":
         raise ValueError("UCI engines play chess only")
-    game = base_game(game_name, args.komi)
+    game = game_named(game_name, args.komi)
     num_openings = args.games // 2
     if args.openings:
         lines = file_openings(game, args.openings, num_openings)

@@ -115,30 +115,16 @@ def cmd_train(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- agents
 
 
-def load_checkpoint(path: str) -> tuple[Config, Any]:
-    """(config, params) from a run directory or an exported model directory."""
-    import jax
-
-    from azjax.checkpoint import load_config, load_params
-    from azjax.games import make_game
-    from azjax.network import init_params, make_network
-
-    config = load_config(path)
-    game = make_game(config.game, komi=config.komi, start=config.start if config.game == "chess" else None)
-    template = init_params(make_network(config, game), game, jax.random.key(0))
-    return config, load_params(path, template)
-
-
 def make_agent(spec: str, game_name: str | None, simulations: int, search: str | None = None,
                n_scl: int | None = None) -> tuple[Any, str]:
     """An agent from its command-line spec; returns (agent, game name)."""
     from azjax import agents
-    from azjax.games import make_game
+    from azjax.build import config_game, game_named, load_model
 
     if spec == "random" or spec.startswith("mcts:"):
         if game_name is None:
             raise ValueError(f"agent {spec!r} needs --game (or a checkpoint on the other side)")
-        game = make_game(game_name)
+        game = game_named(game_name)
         if spec == "random":
             return agents.random_agent(game), game_name
         n = spec.split(":", 1)[1]
@@ -155,17 +141,17 @@ def make_agent(spec: str, game_name: str | None, simulations: int, search: str |
         sims = int(n)
     if not Path(path).is_dir():
         raise ValueError(f"unknown agent {spec!r}: not random, mcts:N, or a checkpoint directory")
-    config, params = load_checkpoint(path)
+    config, params = load_model(path)
     if search:
         config = config.replace(eval_search=search)
     if n_scl is not None:
         config = config.replace(n_scl=n_scl or None)
     if game_name is not None and game_name != config.game:
         raise ValueError(f"{path} plays {config.game}, not {game_name}")
-    game = make_game(config.game, komi=config.komi, start=config.start if config.game == "chess" else None)
+    game = config_game(config)
     name = f"{Path(path).name}"
     if raw_policy:
-        from azjax.network import make_evaluator
+        from azjax.build import make_evaluator
 
         agent = agents.policy_agent(game, make_evaluator(config, game),
                                     name=f"{name}:policy", params=params)
@@ -196,9 +182,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
     game_name = args.game or _checkpoint_game(args.agent_a) or _checkpoint_game(args.agent_b)
     a, game_name = make_agent(args.agent_a, game_name, args.simulations, args.search, args.n_scl)
     b, _ = make_agent(args.agent_b, game_name, args.simulations, args.search, args.n_scl)
-    from azjax.games import make_game
+    from azjax.build import game_named
 
-    game = make_game(game_name)
+    game = game_named(game_name)
     if args.games < 2 or args.games % 2:
         raise ValueError(f"--games must be a positive even number (colours alternate), got {args.games}")
     t0 = time.perf_counter()
@@ -226,12 +212,12 @@ def cmd_play(args: argparse.Namespace) -> int:
     import numpy as np
 
     from azjax.agents import network_agent
-    from azjax.games import make_game
+    from azjax.build import config_game, load_model
 
-    config, params = load_checkpoint(args.checkpoint)
+    config, params = load_model(args.checkpoint)
     if args.n_scl is not None:
         config = config.replace(n_scl=args.n_scl or None)
-    game = make_game(config.game, komi=config.komi, start=config.start if config.game == "chess" else None)
+    game = config_game(config)
     agent = network_agent(config, game, params, num_simulations=args.simulations)
     act = jax.jit(agent.act)
     human = 0 if args.color == "first" else 1

@@ -42,6 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from azjax.build import board_game, cached_evaluator, load_model
 from azjax.config import Config
 from azjax.games import (
     ODDS_FENS,
@@ -53,7 +54,6 @@ from azjax.games import (
     board_lead_black,
     check_fen,
     chess_state_from_fen,
-    make_game,
 )
 from azjax.search import Evaluator, SearchSpec, run_search, searched_choice
 
@@ -185,19 +185,6 @@ def _jitted_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator):
     return jax.jit(functools.partial(search_statistics, spec, game, evaluate))
 
 
-@functools.cache
-def _evaluator(config: Config, game: Game) -> Evaluator:
-    from azjax.network import make_evaluator
-
-    return make_evaluator(config, game)
-
-
-@functools.cache
-def base_game(name: str, komi: float | None = None) -> Game:
-    """`make_game(name, komi=komi)`, one object per argument pair, so that engines share compiled code."""
-    return make_game(name, komi=komi)
-
-
 @functools.lru_cache(maxsize=64)
 def start_state(game: Game, komi: float = 0.0, fen: str | None = None) -> GameState:
     """The start of a game: `game.init` with `komi` (Go), or a chess position from `fen` (cached: pgx's
@@ -212,22 +199,6 @@ def start_state(game: Game, komi: float = 0.0, fen: str | None = None) -> GameSt
 @functools.cache
 def _jitted_step(game: Game):
     return jax.jit(game.step)
-
-
-def load_checkpoint(path: str) -> tuple[Config, Any]:
-    """(config, params) of a run directory or exported model, like `azjax.cli.load_checkpoint`, but the
-    template the parameters are checked against comes from `jax.eval_shape` (no eager network init,
-    which takes seconds on a CPU)."""
-    from azjax.checkpoint import load_config, load_params
-    from azjax.network import make_network
-
-    config = load_config(path)
-    game = base_game(config.game, config.komi)
-    net = make_network(config, game)
-    dummy = jax.ShapeDtypeStruct((1, *game.observation_shape), jnp.float32)
-    shapes = jax.eval_shape(net.init, jax.ShapeDtypeStruct((), jax.random.key(0).dtype), dummy)
-    template = jax.tree.map(lambda x: np.zeros(x.shape, x.dtype), shapes)
-    return config, jax.tree.map(jnp.asarray, load_params(path, template))
 
 
 def _stack(states: Sequence[GameState]) -> GameState:
@@ -394,12 +365,12 @@ class Engine(Position):
         self.params = params
         # The base game: chess positions from other FENs reuse it (only `init` depends on the start),
         # so every position shares one compiled search.
-        game = base_game(config.game, config.komi)
+        game = board_game(config)
         start_fen = None
         if config.game == "chess":
             start_fen = check_fen(ODDS_FENS.get(config.start or "standard", config.start))
         super().__init__(game, start_fen)
-        self.evaluate = _evaluator(config, self.game)
+        self.evaluate = cached_evaluator(config, self.game)
         self.visits = int(visits or config.eval_simulations)
         self.key = jax.random.key(seed)
         self.search_seconds: dict[tuple[int, int], float] = {}  # (visits, batch) -> seconds of a warm call
@@ -407,7 +378,7 @@ class Engine(Position):
 
     @classmethod
     def from_checkpoint(cls, path: str, **kwargs: Any) -> Engine:
-        config, params = load_checkpoint(path)
+        config, params = load_model(path)
         return cls(config, params, **kwargs)
 
     # ----- settings

@@ -148,13 +148,12 @@ def make_untrained_model(path: str | Any, game: str, search: str = "gumbel", vis
     import jax.numpy as jnp
     import numpy as np
 
+    from azjax.build import game_named, make_network
     from azjax.checkpoint import save_config, save_params
     from azjax.config import Config
-    from azjax.games import make_game
-    from azjax.network import make_network
 
     config = Config(game=game, num_blocks=1, num_channels=8, eval_simulations=visits, search=search)
-    g = make_game(game)
+    g = game_named(game)
     net = make_network(config, g)
     # Shapes from eval_shape: no XLA compile of the initialiser.
     shapes = jax.eval_shape(net.init, jax.random.key(1), jnp.zeros((1, *g.observation_shape)))

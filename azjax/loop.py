@@ -46,9 +46,10 @@ from azjax import replay as rb
 from azjax import sai
 from azjax import start_states as ss
 from azjax.augment import augment
+from azjax.build import config_game, init_params, make_evaluator, make_network
 from azjax.config import Config
-from azjax.games import Game, GameState, make_game
-from azjax.network import PolicyValueNet, head_health, init_params, make_evaluator, make_network
+from azjax.games import Game, GameState
+from azjax.network import PolicyValueNet, head_health
 from azjax.search import SearchSpec, choose_move, root_visit_counts, run_search
 
 AXIS = "data"
@@ -179,8 +180,7 @@ class Trainer:
 
     def __init__(self, config: Config, devices: list[jax.Device] | None = None):
         self.config = config
-        self.game: Game = make_game(config.game, komi=config.komi,
-                                    start=config.start if config.game == "chess" else None)
+        self.game: Game = config_game(config)
         self.net: PolicyValueNet = make_network(config, self.game)
         self.evaluate = make_evaluator(config, self.game, self.net)
         self.sai = config.value_head == "sai"

@@ -6,7 +6,8 @@
     logits, alpha, beta = sai_net.apply(params, observation)   # value_head="sai" (azjax.sai)
     # alpha [B]: the player to move's expected board lead (points); beta [B] > 0: the sigmoid's slope
 
-`make_evaluator(config, game)` is the search evaluator of a config's network (either head).
+The network knows no config: `azjax.build` makes it from one (`make_network`) and reads its outputs as a
+search value (`make_evaluator`).
 
 Normalisation is LayerNorm over channels rather than BatchNorm, so the network is a pure function
 of (params, observation): search, self-play and SGD share one `apply` with no batch statistics to
@@ -20,9 +21,6 @@ from typing import Any
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
-
-from azjax.config import Config
-from azjax.games import Game
 
 
 class ResBlock(nn.Module):
@@ -147,35 +145,3 @@ def head_health(intermediates: Any) -> dict[str, jax.Array]:
             active = sub["active"] if "active" in sub else sub["conv"]["active"]
             found[f"{name}_active"] = active[0]
     return found
-
-
-def make_network(config: Config, game: Game) -> PolicyValueNet:
-    dtype = jnp.bfloat16 if config.compute_dtype == "bfloat16" else jnp.float32
-    h, w = game.observation_shape[:2]
-    return PolicyValueNet(
-        num_actions=game.num_actions,
-        num_blocks=config.num_blocks,
-        num_channels=config.num_channels,
-        dtype=dtype,
-        value_head=config.value_head,
-        beta_scale=10.0 / (h * w) if config.value_head == "sai" else 1.0,
-        legacy_heads=config.legacy_heads,
-    )
-
-
-def make_evaluator(config: Config, game: Game, net: PolicyValueNet | None = None) -> Any:
-    """The search evaluator of `config`'s network: the tanh value, or SAI's winrate 2 rho(0) - 1 for the
-    player to move (with `sensible_lambda` > 0 the sensible agent, a `ParentAwareEvaluator`)."""
-    from azjax.search import network_evaluator
-
-    net = net or make_network(config, game)
-    if config.value_head == "sai":
-        from azjax.sai import make_sai_evaluator, network_heads
-
-        return make_sai_evaluator(network_heads(net.apply), config.sensible_lambda)
-    return network_evaluator(net.apply)
-
-
-def init_params(net: PolicyValueNet, game: Game, key: jax.Array) -> Any:
-    dummy = jnp.zeros((1, *game.observation_shape), jnp.float32)
-    return net.init(key, dummy)

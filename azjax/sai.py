@@ -24,7 +24,6 @@ Go only: a state's colour to move is `state.env._x.color` (0 = Black) and its ko
 from __future__ import annotations
 
 import dataclasses
-import functools
 import math
 from collections.abc import Callable
 from typing import Any
@@ -34,8 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from azjax.config import Config
-from azjax.games import Game, GameState
+from azjax.games import GameState
 from azjax.search import Evaluator, ParentAwareEvaluator
 
 Array = jax.Array
@@ -319,19 +317,11 @@ class Readout:
                     komi_table=[dict(komi=k, black_winrate=p) for k, p in self.komi_table()])
 
 
-@functools.cache
-def _jitted_heads(config: Config, game: Game) -> Callable[[Any, GameState], tuple[Array, Array, Array]]:
-    from azjax.network import make_network
-
-    return jax.jit(network_heads(make_network(config, game).apply))
-
-
-def readout(config: Config, game: Game, params: Any, state: GameState) -> Readout:
-    """The sigmoid of `config`'s SAI network (parameters `params`) at one unbatched Go position."""
-    if config.value_head != "sai":
-        raise ValueError(f"score read-outs need a SAI network (value_head='sai'), not value_head={config.value_head!r}")
+def readout(heads: Heads, params: Any, state: GameState) -> Readout:
+    """The sigmoid of a SAI network at one unbatched Go position; `heads` as `network_heads` gives (jitted
+    by the caller: `azjax.build.jitted_sai_heads`)."""
     batch = jax.tree.map(lambda x: jnp.asarray(x)[None], state)
-    _, alpha, beta = jax.device_get(_jitted_heads(config, game)(params, batch))
+    _, alpha, beta = jax.device_get(heads(params, batch))
     return Readout(alpha=float(alpha[0]), beta=float(beta[0]), black=bool(np.asarray(black_to_move(state))),
                    komi=float(state.komi))
 

@@ -120,10 +120,11 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     import jax
 
     from azjax.arena_cli import parse_agent
+    from azjax.build import game_named as base_game
+    from azjax.build import load_model as load_checkpoint
+    from azjax.build import make_evaluator
     from azjax.checkpoint import write_json
     from azjax.cli import enable_compilation_cache
-    from azjax.engine import base_game, load_checkpoint
-    from azjax.network import make_evaluator
     from azjax.search import SearchSpec
     from azjax.selfplay_stats import selfplay_params, temperature_agent
 

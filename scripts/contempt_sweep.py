@@ -48,7 +48,7 @@ def parse_setting(text: str) -> tuple[int | None, float]:
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--checkpoint", help="run directory or exported model (azjax.cli.load_checkpoint)")
+    src.add_argument("--checkpoint", help="run directory or exported model (azjax.build.load_model)")
     src.add_argument("--game", help="a game for a non-network evaluator (chess with --evaluator material)")
     p.add_argument("--evaluator", default="material", choices=["material"], help="with --game (default material)")
     p.add_argument("--start", default="standard", help="chess start: standard, an odds start or a FEN")
@@ -83,12 +83,11 @@ def setup(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], floa
     from azjax.games import make_game
 
     if args.checkpoint:
-        from azjax.cli import load_checkpoint
-        from azjax.network import make_network
+        from azjax.build import config_game, load_model, make_network
         from azjax.search import network_evaluator
 
-        config, params = load_checkpoint(args.checkpoint)
-        game = make_game(config.game, komi=config.komi, start=config.start if config.game == "chess" else None)
+        config, params = load_model(args.checkpoint)
+        game = config_game(config)
         evaluate = network_evaluator(make_network(config, game).apply)
         desc = dict(source="checkpoint", checkpoint=args.checkpoint, game=config.game)
         return game, evaluate, params, desc, config.pb_c_init

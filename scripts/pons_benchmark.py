@@ -48,8 +48,8 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
 
     from azjax.arena_cli import parse_agent
     from azjax.benchmarks import grade_agent, load_pons
+    from azjax.build import game_named as base_game
     from azjax.cli import enable_compilation_cache
-    from azjax.engine import base_game
 
     if not jax.config.jax_compilation_cache_dir:  # keep a cache the caller (e.g. the tests) set up
         enable_compilation_cache()

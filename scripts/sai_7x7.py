@@ -53,11 +53,10 @@ def empty_board_estimate(config: Any, params: Any) -> Any:
     """The SAI read-out of the empty board (Black to move, the config's komi)."""
     import jax
 
-    from azjax import sai
-    from azjax.games import make_game
+    from azjax.build import board_game, sai_readout
 
-    game = make_game(config.game, komi=config.komi)
-    return sai.readout(config, game, params, game.init(jax.random.key(0)))
+    game = board_game(config)
+    return sai_readout(config, game, params, game.init(jax.random.key(0)))
 
 
 def series(rows: list[dict[str, Any]], column: str) -> list[list[float]]:
@@ -105,8 +104,9 @@ def plot(curves: dict[str, list[list[float]]], file: Path, title: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     from azjax import checkpoint as ckpt
+    from azjax.build import load_model as load_checkpoint
     from azjax.checkpoint import script_command
-    from azjax.cli import _overrides, enable_compilation_cache, load_checkpoint
+    from azjax.cli import _overrides, enable_compilation_cache
     from azjax.config import preset
     from azjax.train import load_metrics, train
 

@@ -76,7 +76,7 @@ def play_vs_solver(game: Any, agent: Any, make_bot: Any, openings: list[list[str
     `make_bot(game_index)`; all games advance together, the azjax player's moves in one batch.
 
     Args:
-      game: azjax's Connect Four (`azjax.engine.base_game("connect_four")`).
+      game: azjax's Connect Four (`azjax.build.game_named("connect_four")`).
       agent: an `azjax.agents.Agent`.
       make_bot: game index -> an object with `step(spiel_state) -> action` (e.g. an MCTSBot).
       openings: move strings ("1"-"7") per opening.
@@ -170,8 +170,8 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     import jax
 
     from azjax.arena_cli import parse_agent, random_openings
+    from azjax.build import game_named as base_game
     from azjax.cli import enable_compilation_cache
-    from azjax.engine import base_game
 
     pyspiel, mcts = import_open_spiel()
     if args.games < 2 or args.games % 2:

@@ -28,9 +28,9 @@ from azjax.arena import (
     score_from_elo,
     wilson_interval,
 )
+from azjax.build import init_params, make_network
 from azjax.config import Config
 from azjax.games import GameState, make_game
-from azjax.network import init_params, make_network
 from azjax.search import SearchSpec, network_evaluator
 
 

@@ -201,10 +201,10 @@ def test_adjudicate_by_material(material_states):
 
 @pytest.fixture(scope="module")
 def c4_checkpoint(tmp_path_factory):
+    from azjax.build import init_params, make_network
     from azjax.checkpoint import save_config, save_params
     from azjax.config import preset
     from azjax.games import make_game
-    from azjax.network import init_params, make_network
 
     config = preset("connect_four", "quick", num_blocks=1, num_channels=8)
     game = make_game("connect_four")

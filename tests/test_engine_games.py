@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 from sgfmill import sgf
 
+from azjax.build import make_network
 from azjax.checkpoint import save_config, save_params
 from azjax.cli import main
 from azjax.config import Config
 from azjax.games import make_game
-from azjax.network import make_network
 from azjax.records import read_connect_four_record
 
 VISITS = 4

@@ -16,13 +16,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from azjax.build import make_network
 from azjax.checkpoint import save_config, save_params
 from azjax.cli import main
 from azjax.config import Config
 from azjax.engine import Engine, cp_from_q, format_table
 from azjax.games import make_game
 from azjax.gtp import GTPEngine
-from azjax.network import make_network
 from azjax.uci import UCIEngine
 
 VISITS = 4

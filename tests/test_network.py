@@ -9,10 +9,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from azjax.build import init_params, make_network
 from azjax.config import preset
 from azjax.games import make_game
 from azjax.loop import Trainer
-from azjax.network import HeadConv, head_health, init_params, make_network
+from azjax.network import HeadConv, head_health
 from azjax.train import HEAD_COLUMNS, HeadWatch
 
 

@@ -15,7 +15,7 @@ import pytest
 
 from azjax.agents import Agent, policy_agent, random_agent
 from azjax.benchmarks import PONS_SETS, agent_moves, grade_agent, grade_moves, load_pons
-from azjax.engine import base_game
+from azjax.build import game_named as base_game
 from azjax.selfplay_stats import replay_moves
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,9 +61,9 @@ def sample():
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory):
     """An untrained 1x8 Connect Four model directory (the scripts load it like `azjax eval` does)."""
+    from azjax.build import init_params, make_network
     from azjax.checkpoint import save_config, save_params
     from azjax.config import preset
-    from azjax.network import init_params, make_network
 
     config = preset("connect_four", "quick", num_blocks=1, num_channels=8)
     game = base_game("connect_four")

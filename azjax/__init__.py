@@ -1,0 +1,90 @@
+"""azjax: AlphaZero in JAX (pgx games, mctx search, one device-resident training loop).
+
+The public API; everything else is reachable through the modules named in README's layout section.
+
+    config = preset("connect_four", "quick", num_simulations=32)
+    summary = train(config, "runs/c4")
+    config, params = load_model("results/models/connect_four_quick")
+    agent = network_agent(config, config_game(config), params, num_simulations=64)
+
+The names are resolved on first access (PEP 562), so `import azjax` alone starts no JAX backend: the
+command line must call `jax.distributed.initialize()` (AZJAX_DISTRIBUTED=1) before anything imports pgx.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# public name -> the module that defines it
+_EXPORTS: dict[str, str] = {
+    "Config": "azjax.config",
+    "PRESETS": "azjax.config",
+    "preset": "azjax.config",
+    "GAMES": "azjax.games",
+    "Game": "azjax.games",
+    "GameState": "azjax.games",
+    "make_game": "azjax.games",
+    "config_game": "azjax.build",
+    "game_named": "azjax.build",
+    "make_network": "azjax.build",
+    "make_evaluator": "azjax.build",
+    "load_model": "azjax.build",
+    "load_checkpoint": "azjax.build",
+    "SearchSpec": "azjax.search",
+    "run_search": "azjax.search",
+    "choose_move": "azjax.search",
+    "Agent": "azjax.agents",
+    "network_agent": "azjax.agents",
+    "policy_agent": "azjax.agents",
+    "random_agent": "azjax.agents",
+    "rollout_mcts_agent": "azjax.agents",
+    "search_agent": "azjax.agents",
+    "train": "azjax.train",
+}
+
+__all__ = [
+    "GAMES",
+    "PRESETS",
+    "Agent",
+    "Config",
+    "Game",
+    "GameState",
+    "SearchSpec",
+    "choose_move",
+    "config_game",
+    "game_named",
+    "load_checkpoint",
+    "load_model",
+    "make_evaluator",
+    "make_game",
+    "make_network",
+    "network_agent",
+    "policy_agent",
+    "preset",
+    "random_agent",
+    "rollout_mcts_agent",
+    "run_search",
+    "search_agent",
+    "train",
+]
+
+if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily
+    from azjax.agents import Agent, network_agent, policy_agent, random_agent, rollout_mcts_agent, search_agent
+    from azjax.build import config_game, game_named, load_checkpoint, load_model, make_evaluator, make_network
+    from azjax.config import PRESETS, Config, preset
+    from azjax.games import GAMES, Game, GameState, make_game
+    from azjax.search import SearchSpec, choose_move, run_search
+    from azjax.train import train
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'azjax' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # resolved once
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

@@ -1,0 +1,132 @@
+"""The composition root: the one place below the command line that turns a `Config` into the pieces of a run.
+
+    game = config_game(config)                      # the config's game (chess: with its start position)
+    net = make_network(config, game)                # the flax module (tanh or SAI heads)
+    evaluate = make_evaluator(config, game, net)    # net outputs -> search value (tanh, or SAI's sigmoid-komi)
+    config, params = load_model(path)               # a run directory or exported model: the one loader
+
+Everything that reads a method switch of the config to pick a component (`value_head`, `sensible_lambda`,
+the search kind) does it here, so the network module knows nothing of the config and the method modules
+(SAI, contempt) know nothing of each other.
+
+Games are built once per (name, komi, start): a `Game` holds its pgx environment, which compares by
+identity, so sharing one object per setting keeps every jit cache keyed on the game warm.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from azjax import sai
+from azjax.checkpoint import load_config, load_params
+from azjax.config import Config
+from azjax.games import Game, GameState, make_game
+from azjax.network import PolicyValueNet
+from azjax.search import Evaluator, ParentAwareEvaluator, network_evaluator
+
+# ---------------------------------------------------------------- games
+
+
+@functools.cache
+def _game(name: str, komi: float | None, start: str | None) -> Game:
+    return make_game(name, komi=komi, start=start)
+
+
+def game_named(name: str, komi: float | None = None, start: str | None = None) -> Game:
+    """`make_game(name, komi=komi, start=start)`, one object per setting (engines and arenas share compiled code)."""
+    if start in ("", "standard"):
+        start = None  # the same game as no start at all: one object for both spellings
+    return _game(name, komi, start)
+
+
+def config_game(config: Config) -> Game:
+    """The game a config trains on: its komi (Go) and its start position (chess)."""
+    return game_named(config.game, config.komi, config.start if config.game == "chess" else None)
+
+
+def board_game(config: Config) -> Game:
+    """The config's game from its standard start (engines, arenas and loaders set positions themselves)."""
+    return game_named(config.game, config.komi)
+
+
+# ---------------------------------------------------------------- network and value read-out
+
+
+def make_network(config: Config, game: Game) -> PolicyValueNet:
+    """The config's network for `game`: blocks, channels, compute dtype and value head (tanh or SAI)."""
+    dtype = jnp.bfloat16 if config.compute_dtype == "bfloat16" else jnp.float32
+    h, w = game.observation_shape[:2]
+    return PolicyValueNet(
+        num_actions=game.num_actions,
+        num_blocks=config.num_blocks,
+        num_channels=config.num_channels,
+        dtype=dtype,
+        value_head=config.value_head,
+        beta_scale=sai.beta_scale(h * w) if config.value_head == "sai" else 1.0,
+        legacy_heads=config.legacy_heads,
+    )
+
+
+def init_params(net: PolicyValueNet, game: Game, key: jax.Array) -> Any:
+    """Fresh parameters of `net` for `game`'s observations (a dummy batch of one)."""
+    dummy = jnp.zeros((1, *game.observation_shape), jnp.float32)
+    return net.init(key, dummy)
+
+
+def make_evaluator(config: Config, game: Game, net: PolicyValueNet | None = None) -> Evaluator | ParentAwareEvaluator:
+    """The value seam: how the config's network outputs become the search's (logits [B, A], value [B]).
+
+    AlphaZero (`value_head="tanh"`): the tanh value head as it is. SAI: the winrate 2 rho(0) - 1 of the
+    player to move, or with `sensible_lambda` > 0 the sensible agent (a `ParentAwareEvaluator`).
+    """
+    net = net or make_network(config, game)
+    if config.value_head == "sai":
+        return sai.make_sai_evaluator(sai.network_heads(net.apply), config.sensible_lambda)
+    return network_evaluator(net.apply)
+
+
+@functools.cache
+def cached_evaluator(config: Config, game: Game) -> Evaluator | ParentAwareEvaluator:
+    """`make_evaluator(config, game)`, one function per (config, game), so jitted searches keyed on it are reused."""
+    return make_evaluator(config, game)
+
+
+@functools.cache
+def jitted_sai_heads(config: Config, game: Game) -> sai.Heads:
+    """The jitted heads (logits, alpha, beta) of a SAI config's network (for read-outs on the host)."""
+    if config.value_head != "sai":
+        raise ValueError(f"score read-outs need a SAI network (value_head='sai'), not value_head={config.value_head!r}")
+    return jax.jit(sai.network_heads(make_network(config, game).apply))
+
+
+def sai_readout(config: Config, game: Game, params: Any, state: GameState) -> sai.Readout:
+    """The sigmoid of `config`'s SAI network (parameters `params`) at one unbatched Go position."""
+    return sai.readout(jitted_sai_heads(config, game), params, state)
+
+
+# ---------------------------------------------------------------- the one model loader
+
+
+def param_template(config: Config, game: Game) -> Any:
+    """Zero parameters of the config's network, shaped by `jax.eval_shape` (no eager init: seconds on a CPU)."""
+    net = make_network(config, game)
+    dummy = jax.ShapeDtypeStruct((1, *game.observation_shape), jnp.float32)
+    shapes = jax.eval_shape(net.init, jax.ShapeDtypeStruct((), jax.random.key(0).dtype), dummy)
+    return jax.tree.map(lambda x: np.zeros(x.shape, x.dtype), shapes)
+
+
+def load_model(path: str | os.PathLike) -> tuple[Config, Any]:
+    """(config, params) of a run directory or an exported model, the parameters checked against the
+    config's network."""
+    config = load_config(path)
+    template = param_template(config, board_game(config))
+    return config, jax.tree.map(jnp.asarray, load_params(path, template))
+
+
+load_checkpoint = load_model  # the name scripts and notebooks have used
