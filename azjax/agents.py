@@ -29,10 +29,10 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from azjax.build import cached_evaluator
+from azjax.build import cached_evaluator, search_spec
 from azjax.config import Config
 from azjax.games import Game, GameState
-from azjax.search import Evaluator, SearchSpec, mask_logits, run_search, searched_choice
+from azjax.search import Evaluator, SearchSpec, game_recurrent_fn, mask_logits, run_search, searched_choice
 
 ActFn = Callable[[Any, jax.Array, GameState], jax.Array]
 
@@ -159,26 +159,14 @@ def _legal_logits(legal: jax.Array) -> jax.Array:
 
 
 def make_rollout_recurrent_fn(game: Game, num_rollouts: int = 1) -> mctx.RecurrentFn:
-    """mctx recurrent function whose leaf value is a random playout (azjax.search's sign conventions:
-    reward of the mover, discount -1, 0 at terminals where the value is also 0)."""
+    """`azjax.search.game_recurrent_fn` whose leaf value is the mean of random playouts (uniform priors
+    over legal moves)."""
 
-    def recurrent_fn(params: Any, key: jax.Array, action: jax.Array, states: GameState):
-        del params
-        mover = states.current_player
-        was_terminal = states.terminated
-        states = jax.vmap(game.step)(states, action)
-        reward = jnp.take_along_axis(states.rewards, mover[:, None], axis=1)[:, 0]
-        done = states.terminated | was_terminal
-        value = mean_playout(game, key, states, num_rollouts)
-        output = mctx.RecurrentFnOutput(
-            reward=jnp.where(was_terminal, 0.0, reward),
-            discount=jnp.where(done, 0.0, -1.0),
-            prior_logits=_legal_logits(states.legal_action_mask),
-            value=jnp.where(done, 0.0, value),
-        )
-        return output, states
+    def leaf(params: Any, key: jax.Array, states: GameState, parent_context: Any):
+        del params, parent_context
+        return _legal_logits(states.legal_action_mask), mean_playout(game, key, states, num_rollouts), None
 
-    return recurrent_fn
+    return game_recurrent_fn(game, leaf)
 
 
 def rollout_mcts_search(
@@ -272,7 +260,7 @@ def search_agent(game: Game, evaluate: Evaluator, spec: SearchSpec, name: str = 
     """An evaluator with azjax's search (`run_search`), playing the greedy move.
 
     PUCT plays the most-visited root child; Gumbel plays the Sequential Halving winner `out.action`,
-    which is deterministic only when `spec.gumbel_scale == 0` (as `SearchSpec.from_config(...,
+    which is deterministic only when `spec.gumbel_scale == 0` (as `azjax.build.search_spec(...,
     training=False)` sets it). Pass a spec without root noise for evaluation.
     The agent's `params` are the evaluator's params.
     """
@@ -282,12 +270,12 @@ def search_agent(game: Game, evaluate: Evaluator, spec: SearchSpec, name: str = 
 def network_agent(
     config: Config, game: Game, params: Any, num_simulations: int | None = None, name: str | None = None
 ) -> Agent:
-    """The network of `config` with its evaluation search (`SearchSpec.from_config(training=False)`).
+    """The network of `config` with its evaluation search (`azjax.build.search_spec(training=False)`).
 
     Repeated calls with the same (config, game, num_simulations) share one `act` function, so an
     arena compiled for it is reused for new `params`.
     """
-    spec = SearchSpec.from_config(config, training=False, num_simulations=num_simulations)
+    spec = search_spec(config, training=False, num_simulations=num_simulations)
     name = name or f"net-{spec.kind}{spec.num_simulations}"
     return search_agent(game, cached_evaluator(config, game), spec, name=name, params=params)
 

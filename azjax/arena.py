@@ -57,33 +57,27 @@ def _select(cond: jax.Array, a: Any, b: Any) -> Any:
     return jax.tree.map(lambda x, y: jnp.where(cond, x, y), a, b)
 
 
-def _play(
-    game: Game,
-    act_a: ActFn,
-    act_b: ActFn,
-    num_games: int,
-    params_a: Any,
-    params_b: Any,
-    key: jax.Array,
-) -> GameRecords:
-    """Plays `num_games` games: rows [0, N/2) with A first, rows [N/2, N) with B first."""
+def play_from(game: Game, act_a: ActFn, act_b: ActFn, params_a: Any, params_b: Any, key: jax.Array,
+              states: GameState, max_plies: jax.Array | int) -> tuple[GameRecords, GameState]:
+    """The one batched game loop of matches: plays from `states` [N] until every game is over or `max_plies`
+    (at most the game's `max_moves`) plies are played. Rows [0, N/2) have A to move first, rows [N/2, N) B.
+
+    Returns the records (moves from the start states) and the final states [N].
+    """
+    num_games = states.current_player.shape[0]
     half = num_games // 2
-    init_key, key = jax.random.split(key)
-    states = jax.vmap(game.init)(jax.random.split(init_key, num_games))
     a_first = jnp.arange(num_games) < half
     # pgx assigns player ids to seats at random; A owns the id that moves first in its half.
     first_id = states.current_player
     a_id = jnp.where(a_first, first_id, 1 - first_id)
     moves = jnp.full((num_games, game.max_moves), -1, jnp.int32)
-    outcome = jnp.zeros(num_games, jnp.float32)
-    length = jnp.zeros(num_games, jnp.int32)
 
     def halves(s: GameState) -> tuple[GameState, GameState]:
         return jax.tree.map(lambda x: x[:half], s), jax.tree.map(lambda x: x[half:], s)
 
     def cond(carry: tuple) -> jax.Array:
         ply, _, states, *_ = carry
-        return (ply < game.max_moves) & ~jnp.all(states.terminated)
+        return (ply < jnp.minimum(max_plies, game.max_moves)) & ~jnp.all(states.terminated)
 
     def body(carry: tuple) -> tuple:
         ply, key, states, moves, outcome, length, illegal = carry
@@ -103,12 +97,21 @@ def _play(
         moves = moves.at[:, ply].set(jnp.where(live, actions, -1))
         return ply + 1, key, states, moves, outcome, length + live.astype(jnp.int32), illegal
 
-    illegal = jnp.zeros(num_games, bool)
-    carry = (jnp.int32(0), key, states, moves, outcome, length, illegal)
+    carry = (jnp.int32(0), key, states, moves, jnp.zeros(num_games, jnp.float32), jnp.zeros(num_games, jnp.int32),
+             jnp.zeros(num_games, bool))
     _, _, states, moves, outcome, length, illegal = jax.lax.while_loop(cond, body, carry)
-    return GameRecords(
-        outcome=outcome, length=length, moves=moves, a_first=a_first, terminated=states.terminated, illegal=illegal
-    )
+    records = GameRecords(outcome=outcome, length=length, moves=moves, a_first=a_first,
+                          terminated=states.terminated, illegal=illegal)
+    return records, states
+
+
+def _play(game: Game, act_a: ActFn, act_b: ActFn, num_games: int, params_a: Any, params_b: Any,
+          key: jax.Array) -> GameRecords:
+    """Plays `num_games` new games (`play_from` the game's start): rows [0, N/2) with A first."""
+    init_key, key = jax.random.split(key)
+    states = jax.vmap(game.init)(jax.random.split(init_key, num_games))
+    records, _ = play_from(game, act_a, act_b, params_a, params_b, key, states, game.max_moves)
+    return records
 
 
 _play_jit = jax.jit(_play, static_argnums=(0, 1, 2, 3))

@@ -51,148 +51,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax import agents
 from azjax.agents import ActFn, Agent
-from azjax.arena import Z95, GameRecords, MatchResult, fit_elo, round_robin_results
-from azjax.build import board_game, game_named, load_model, make_evaluator
+from azjax.arena import Z95, GameRecords, MatchResult, fit_elo, play_from, round_robin_results
+from azjax.build import game_named
 from azjax.engine import Engine, Position, color_to_move, parse_position
-from azjax.external import EngineError, GTPClient, UCIClient, resolve_command
-from azjax.games import STANDARD_FEN, Game, GameState, Go, board_lead_black
+from azjax.external import EngineError, GTPClient, UCIClient
+from azjax.games import STANDARD_FEN, Game, GameState, Go
 from azjax.records import result_string, write_record
-
-# ---------------------------------------------------------------- agents
-
-
-@dataclasses.dataclass
-class ArenaAgent:
-    """A player of the arena: a JAX agent (batched, jittable) or an external program (host loop)."""
-
-    name: str
-    spec: str
-    kind: str  # "jax", "gtp" or "uci"
-    agent: Agent | None = None
-    argv: list[str] = dataclasses.field(default_factory=list)
-    options: dict[str, Any] = dataclasses.field(default_factory=dict)  # uci: setoption values
-    go: dict[str, int] = dataclasses.field(default_factory=dict)  # uci: movetime / nodes / depth
-    checkpoint: str | None = None  # checkpoint agents: host games use an azjax.engine.Engine
-    visits: int = 0
-    n_scl: int | None = None
-    search: str | None = None
-
-    @property
-    def external(self) -> bool:
-        return self.kind != "jax"
-
-
-def _split_options(text: str) -> dict[str, str]:
-    out = {}
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        if "=" not in item:
-            raise ValueError(f"bad option {item!r}: expected key=value")
-        k, v = item.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
-
-
-def parse_agent(spec: str, game_name: str | None, simulations: int) -> tuple[ArenaAgent, str | None]:
-    """An arena agent from its spec (see the module docstring); returns it and the game it fixes."""
-    name = None
-    head = spec.split(":", 1)[0]
-    if "=" in head and not head.startswith(("gtp", "uci")):
-        name, spec = spec.split("=", 1)
-    if spec.startswith("gtp:"):
-        argv = resolve_command(spec[4:])
-        short = " ".join([Path(argv[0]).name] + argv[1:])
-        return ArenaAgent(name=name or short, spec=spec, kind="gtp", argv=argv), None
-    if spec.startswith("uci:"):
-        body = spec[4:]
-        opts: dict[str, str] = {}
-        if ":" in body and "=" in body.rsplit(":", 1)[1]:
-            body, tail = body.rsplit(":", 1)
-            opts = _split_options(tail)
-        argv = resolve_command(body)
-        go: dict[str, int] = {}
-        options: dict[str, Any] = {}
-        for k, v in opts.items():
-            if k in ("movetime", "nodes", "depth"):
-                if not v.isdigit():
-                    raise ValueError(f"uci option {k} needs a positive integer, got {v!r}")
-                go[k] = int(v)
-            elif k == "skill":
-                options["Skill Level"] = v
-            else:
-                options[k] = v
-        if not go:
-            go["movetime"] = 100
-        short = Path(argv[0]).name + "".join(f":{k}={v}" for k, v in opts.items())
-        return ArenaAgent(name=name or short, spec=spec, kind="uci", argv=argv, options=options, go=go), "chess"
-    # JAX agents: checkpoints with optional `:N` and `:key=value,...` suffixes
-    n_scl = search = None
-    base = spec
-    if ":" in base and "=" in base.rsplit(":", 1)[1] and not Path(base).exists():
-        base, tail = base.rsplit(":", 1)
-        for k, v in _split_options(tail).items():
-            if k == "n_scl":
-                if not v.isdigit():
-                    raise ValueError(f"n_scl needs an integer >= 0, got {v!r}")
-                n_scl = int(v)
-            elif k == "search":
-                search = v
-            else:
-                raise ValueError(f"unknown checkpoint option {k!r} in {spec!r} (n_scl, search)")
-    if base == "random" or base.startswith("mcts:"):
-        if game_name is None:
-            raise ValueError(f"agent {spec!r} needs --game (or a checkpoint among the agents)")
-        n = base.split(":", 1)[1] if base != "random" else "1"
-        if not n.isdigit() or int(n) < 1:
-            raise ValueError(f"bad agent {spec!r}: mcts:N needs a positive number of simulations")
-        game = game_named(game_name)  # one game object: compiled arenas are reused across pairings
-        if base == "random":
-            return ArenaAgent(name=name or "random", spec=spec, kind="jax", agent=agents.random_agent(game)), game_name
-        agent = agents.rollout_mcts_agent(game, int(n))
-        return ArenaAgent(name=name or agent.name, spec=spec, kind="jax", agent=agent), game_name
-    policy = base.startswith("policy:")
-    path, visits = (base[len("policy:") :] if policy else base), simulations
-    if not policy and ":" in path and not Path(path).exists():
-        path, n = path.rsplit(":", 1)
-        if not n.isdigit() or int(n) < 1:
-            raise ValueError(f"bad agent {spec!r}: PATH:N needs a positive number of simulations")
-        visits = int(n)
-    if not Path(path).is_dir():
-        raise ValueError(f"unknown agent {spec!r}: not random, mcts:N, gtp:..., uci:... or a checkpoint directory")
-    config, params = load_model(path)
-    if game_name is not None and config.game != game_name:
-        raise ValueError(f"{path} plays {config.game}, not {game_name}")
-    if search:
-        config = config.replace(eval_search=search)
-    if n_scl is not None:
-        config = config.replace(n_scl=n_scl or None)
-    game = board_game(config)
-    label = Path(path).name
-    if policy:
-        agent = agents.policy_agent(game, make_evaluator(config, game), params=params)
-        return ArenaAgent(name=name or f"{label}:policy", spec=spec, kind="jax", agent=agent), config.game
-    agent = agents.network_agent(config, game, params, num_simulations=visits)
-    label += f":{visits}" + (f":n_scl={n_scl}" if n_scl else "") + (f":{search}" if search else "")
-    return ArenaAgent(name=name or label, spec=spec, kind="jax", agent=dataclasses.replace(agent, name=label),
-                      checkpoint=path, visits=visits, n_scl=n_scl, search=search), config.game
-
-
-def _checkpoint_game(spec: str) -> str | None:
-    from azjax.cli import _checkpoint_game as cg
-
-    if "=" in spec.split(":", 1)[0] and not spec.startswith(("gtp", "uci")):
-        spec = spec.split("=", 1)[1]
-    if spec.startswith("gtp:"):
-        return None
-    if spec.startswith("uci:"):
-        return "chess"
-    if ":" in spec and "=" in spec.rsplit(":", 1)[1] and not Path(spec).exists():
-        spec = spec.rsplit(":", 1)[0]
-    return cg(spec)
-
+from azjax.specs import ArenaAgent, parse_agent, spec_game
 
 # ---------------------------------------------------------------- openings
 
@@ -258,53 +124,12 @@ def setup_openings(game: Game, lines: list[str]) -> list[Opening]:
 
 def _play_from(game: Game, act_a: ActFn, act_b: ActFn, params_a: Any, params_b: Any, key: jax.Array,
                states: GameState, max_plies: jax.Array) -> tuple[GameRecords, jax.Array]:
-    """`azjax.arena`'s batched loop, started from `states` [N]: rows [0, N/2) have A to move first,
-    rows [N/2, N) B. Returns the records (moves from the start states) and, for Go, Black's area
-    lead minus komi of the final boards (0 for other games)."""
-    num_games = states.current_player.shape[0]
-    half = num_games // 2
-    a_first = jnp.arange(num_games) < half
-    first_id = states.current_player
-    a_id = jnp.where(a_first, first_id, 1 - first_id)
-    moves = jnp.full((num_games, game.max_moves), -1, jnp.int32)
-
-    def halves(s: GameState) -> tuple[GameState, GameState]:
-        return jax.tree.map(lambda x: x[:half], s), jax.tree.map(lambda x: x[half:], s)
-
-    def select(cond: jax.Array, a: Any, b: Any) -> Any:
-        return jax.tree.map(lambda x, y: jnp.where(cond, x, y), a, b)
-
-    def cond(carry: tuple) -> jax.Array:
-        ply, _, states, *_ = carry
-        return (ply < jnp.minimum(max_plies, game.max_moves)) & ~jnp.all(states.terminated)
-
-    def body(carry: tuple) -> tuple:
-        ply, key, states, moves, outcome, length, illegal = carry
-        key, key_a, key_b = jax.random.split(key, 3)
-        first, second = halves(states)
-        a_in_first = ply % 2 == 0
-        actions_a = act_a(params_a, key_a, select(a_in_first, first, second))
-        actions_b = act_b(params_b, key_b, select(a_in_first, second, first))
-        actions = jnp.concatenate(
-            [jnp.where(a_in_first, actions_a, actions_b), jnp.where(a_in_first, actions_b, actions_a)]
-        ).astype(jnp.int32)
-        live = ~states.terminated
-        illegal = illegal | (live & ~jnp.take_along_axis(states.legal_action_mask, actions[:, None], axis=1)[:, 0])
-        states = jax.vmap(game.step)(states, actions)
-        reward_a = jnp.take_along_axis(states.rewards, a_id[:, None], axis=1)[:, 0]
-        outcome = outcome + jnp.where(live, reward_a, 0.0)
-        moves = moves.at[:, ply].set(jnp.where(live, actions, -1))
-        return ply + 1, key, states, moves, outcome, length + live.astype(jnp.int32), illegal
-
-    carry = (jnp.int32(0), key, states, moves, jnp.zeros(num_games), jnp.zeros(num_games, jnp.int32),
-             jnp.zeros(num_games, bool))
-    _, _, states, moves, outcome, length, illegal = jax.lax.while_loop(cond, body, carry)
+    """`azjax.arena.play_from`, and for Go Black's area lead minus komi of the final boards (0 for other games)."""
+    records, final = play_from(game, act_a, act_b, params_a, params_b, key, states, max_plies)
     if isinstance(game, Go):
-        score = jax.vmap(lambda x: board_lead_black(x, game.size))(states.env._x) - states.komi
+        score = jax.vmap(game.black_margin)(final)
     else:
-        score = jnp.zeros(num_games)
-    records = GameRecords(outcome=outcome, length=length, moves=moves, a_first=a_first,
-                          terminated=states.terminated, illegal=illegal)
+        score = jnp.zeros(states.current_player.shape[0])
     return records, score
 
 
@@ -611,7 +436,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError("the arena needs at least two agents")
     game_name = args.game
     for spec in args.agents:
-        g = _checkpoint_game(spec)
+        g = spec_game(spec)
         if g is not None:
             if game_name is not None and g != game_name:
                 raise ValueError(f"agent {spec!r} plays {g}, not {game_name}")

@@ -27,8 +27,9 @@ from azjax import sai
 from azjax.checkpoint import load_config, load_params
 from azjax.config import Config
 from azjax.games import Game, GameState, make_game
+from azjax.methods.alphazero import GameStarts, NewGames, OutcomeTargets, TanhValue, Targets, ValueHead
 from azjax.network import PolicyValueNet
-from azjax.search import Evaluator, ParentAwareEvaluator, network_evaluator
+from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec
 
 # ---------------------------------------------------------------- games
 
@@ -79,16 +80,54 @@ def init_params(net: PolicyValueNet, game: Game, key: jax.Array) -> Any:
     return net.init(key, dummy)
 
 
-def make_evaluator(config: Config, game: Game, net: PolicyValueNet | None = None) -> Evaluator | ParentAwareEvaluator:
-    """The value seam: how the config's network outputs become the search's (logits [B, A], value [B]).
+# ---------------------------------------------------------------- the seams (azjax.methods.alphazero)
 
-    AlphaZero (`value_head="tanh"`): the tanh value head as it is. SAI: the winrate 2 rho(0) - 1 of the
-    player to move, or with `sensible_lambda` > 0 the sensible agent (a `ParentAwareEvaluator`).
-    """
-    net = net or make_network(config, game)
+
+def value_head(config: Config) -> ValueHead:
+    """How network outputs become a value. AlphaZero: tanh. SAI (`value_head="sai"`): the winrate 2 rho(0) - 1
+    of the player to move, or with `sensible_lambda` > 0 the sensible agent."""
     if config.value_head == "sai":
-        return sai.make_sai_evaluator(sai.network_heads(net.apply), config.sensible_lambda)
-    return network_evaluator(net.apply)
+        return sai.SigmoidKomiValue(sensible_lambda=config.sensible_lambda)
+    return TanhValue()
+
+
+def game_starts(config: Config, game: Game, net: PolicyValueNet) -> GameStarts:
+    """Where a restarting slot's game comes from. AlphaZero: `game.init`. SAI: komi from the empty board's
+    sigmoid, and branch starts from finished games."""
+    if config.value_head == "sai":
+        size = game.observation_shape[0]
+        return sai.KomiStarts(game=game, heads=sai.network_heads(net.apply),
+                              official_share=config.sai_official_komi_share, branch_prob=config.branch_prob,
+                              max_branches=config.max_branches, max_komi=size**2 + 0.5)
+    return NewGames(game)
+
+
+def targets(config: Config) -> Targets:
+    """What the replay records and the value target: z, or (1 - w) z + w q with `value_target_q_weight` w."""
+    return OutcomeTargets(q_weight=config.value_target_q_weight)
+
+
+def search_spec(config: Config, *, training: bool, num_simulations: int | None = None) -> SearchSpec:
+    """The search policy: self-play settings (`training=True`: root noise) or evaluation settings (no noise,
+    and the config's `eval_search` kind unless it is "same"); search-contempt's `n_scl` in both."""
+    kind = config.search if training or config.eval_search == "same" else config.eval_search
+    return SearchSpec(
+        kind=kind,
+        num_simulations=num_simulations or config.num_simulations,
+        max_num_considered_actions=config.max_num_considered_actions,
+        gumbel_scale=config.gumbel_scale if training else 0.0,
+        pb_c_init=config.pb_c_init,
+        dirichlet_alpha=config.dirichlet_alpha,
+        dirichlet_fraction=config.dirichlet_fraction if training else 0.0,
+        n_scl=config.n_scl,
+    )
+
+
+def make_evaluator(config: Config, game: Game, net: PolicyValueNet | None = None) -> Evaluator | ParentAwareEvaluator:
+    """The search's evaluator of the config's network: (params, states [B]) -> (logits [B, A], value [B]),
+    the value through the config's value head (`value_head`)."""
+    net = net or make_network(config, game)
+    return value_head(config).evaluator(net.apply)
 
 
 @functools.cache

@@ -20,7 +20,6 @@ import dataclasses
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from azjax.hosts import init_distributed
@@ -115,60 +114,16 @@ def cmd_train(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- agents
 
 
-def make_agent(spec: str, game_name: str | None, simulations: int, search: str | None = None,
-               n_scl: int | None = None) -> tuple[Any, str]:
-    """An agent from its command-line spec; returns (agent, game name)."""
-    from azjax import agents
-    from azjax.build import config_game, game_named, load_model
+def jax_agent(spec: str, game_name: str | None, simulations: int, search: str | None = None,
+              n_scl: int | None = None) -> tuple[Any, str]:
+    """An agent of `azjax eval` from its spec (`azjax.specs`: JAX players only); returns (agent, game name)."""
+    from azjax.specs import parse_agent
 
-    if spec == "random" or spec.startswith("mcts:"):
-        if game_name is None:
-            raise ValueError(f"agent {spec!r} needs --game (or a checkpoint on the other side)")
-        game = game_named(game_name)
-        if spec == "random":
-            return agents.random_agent(game), game_name
-        n = spec.split(":", 1)[1]
-        if not n.isdigit() or int(n) < 1:
-            raise ValueError(f"bad agent {spec!r}: mcts:N needs a positive number of simulations")
-        return agents.rollout_mcts_agent(game, int(n)), game_name
-    raw_policy = spec.startswith("policy:")
-    path = spec.split(":", 1)[1] if raw_policy else spec
-    sims = simulations
-    if not raw_policy and ":" in path and not Path(path).exists():
-        path, n = path.rsplit(":", 1)
-        if not n.isdigit() or int(n) < 1:
-            raise ValueError(f"bad agent {spec!r}: PATH:N needs a positive number of simulations")
-        sims = int(n)
-    if not Path(path).is_dir():
-        raise ValueError(f"unknown agent {spec!r}: not random, mcts:N, or a checkpoint directory")
-    config, params = load_model(path)
-    if search:
-        config = config.replace(eval_search=search)
-    if n_scl is not None:
-        config = config.replace(n_scl=n_scl or None)
-    if game_name is not None and game_name != config.game:
-        raise ValueError(f"{path} plays {config.game}, not {game_name}")
-    game = config_game(config)
-    name = f"{Path(path).name}"
-    if raw_policy:
-        from azjax.build import make_evaluator
-
-        agent = agents.policy_agent(game, make_evaluator(config, game),
-                                    name=f"{name}:policy", params=params)
-        return agent, config.game
-    agent = agents.network_agent(config, game, params, num_simulations=sims)
-    return dataclasses.replace(agent, name=f"{name}:{sims}"), config.game
-
-
-def _checkpoint_game(spec: str) -> str | None:
-    path = spec.split(":", 1)[1] if spec.startswith("policy:") else spec
-    if ":" in path and not Path(path).exists():
-        path = path.rsplit(":", 1)[0]
-    if Path(path).is_dir():
-        from azjax.checkpoint import load_config
-
-        return load_config(path).game
-    return None
+    player, game = parse_agent(spec, game_name, simulations, search=search, n_scl=n_scl)
+    if player.external or player.agent is None:
+        raise ValueError(f"agent {spec!r} is an external program: `azjax arena` plays those")
+    assert game is not None
+    return dataclasses.replace(player.agent, name=player.name), game
 
 
 # ---------------------------------------------------------------- eval
@@ -178,10 +133,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
     import jax
 
     from azjax.arena import match
+    from azjax.specs import spec_game
 
-    game_name = args.game or _checkpoint_game(args.agent_a) or _checkpoint_game(args.agent_b)
-    a, game_name = make_agent(args.agent_a, game_name, args.simulations, args.search, args.n_scl)
-    b, _ = make_agent(args.agent_b, game_name, args.simulations, args.search, args.n_scl)
+    game_name = args.game or spec_game(args.agent_a) or spec_game(args.agent_b)
+    a, game_name = jax_agent(args.agent_a, game_name, args.simulations, args.search, args.n_scl)
+    b, _ = jax_agent(args.agent_b, game_name, args.simulations, args.search, args.n_scl)
     from azjax.build import game_named
 
     game = game_named(game_name)

@@ -42,7 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.build import board_game, cached_evaluator, load_model
+from azjax.build import board_game, cached_evaluator, load_model, search_spec
 from azjax.config import Config
 from azjax.games import (
     ODDS_FENS,
@@ -398,7 +398,7 @@ class Engine(Position):
         self.visits = int(visits)
 
     def spec(self, visits: int | None = None) -> SearchSpec:
-        return SearchSpec.from_config(self.config, training=False, num_simulations=int(visits or self.visits))
+        return search_spec(self.config, training=False, num_simulations=int(visits or self.visits))
 
     # ----- search
 

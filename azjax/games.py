@@ -182,6 +182,10 @@ class Go(Game):
         rewards = jnp.where(just_ended & ~illegal, color_rewards[env._player_order], env.rewards)
         return state.replace(env=env.replace(rewards=rewards))
 
+    def black_margin(self, state: GameState) -> Array:
+        """float32 []: Black's area lead on the board minus the game's komi (> 0: Black wins on the board)."""
+        return board_lead_black(state.env._x, self.size) - state.komi
+
     def color_to_move(self, state: GameState) -> Array:
         """int32 []: 0 = Black, 1 = White."""
         return state.env._x.color

@@ -15,11 +15,14 @@ One loop step, in AlphaZero's terms:
     repeat sgd_steps_per_step times (once the replay holds min_replay_size finished positions):
         theta <- theta - lr * grad[ CE(pi, p) + (z - v)^2 + c ||theta||^2 ]
 
-With `value_head="sai"` (SAI, METHODS.md section 2; Go) the value is the winrate of the net's sigmoid
-rho(0) = sigmoid(beta (alpha + kbar)), every replay entry keeps its signed komi kbar, new games draw
-their komi from the empty board's sigmoid, and positions of finished games branch (with an even komi)
-into a device-resident start-state queue (`azjax.start_states`) that restarting slots draw from before
-the initial position. With the default `value_head="tanh"` none of this exists in the computation.
+The loop knows no method: it calls three seams (`azjax.methods.alphazero`), which `azjax.build` fills from
+the config, AlphaZero's behaviour by default:
+
+    value head    how net outputs become the search's and the loss's value (AZ: tanh; SAI: sigmoid in komi)
+    game starts   where a restarting slot's game comes from (AZ: game.init; SAI: komi draw, branch queue)
+    targets       what the replay records and the value target (AZ: z, or the z/q mix)
+
+and the search policy (`SearchSpec`: PUCT or Gumbel, search-contempt's n_scl).
 
 The step runs data-parallel under `jax.shard_map` over a 1-D mesh of all devices (across hosts
 after `jax.distributed.initialize()`): games and replay are split along the `data` axis,
@@ -43,12 +46,11 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from azjax import replay as rb
-from azjax import sai
-from azjax import start_states as ss
 from azjax.augment import augment
-from azjax.build import config_game, init_params, make_evaluator, make_network
+from azjax.build import config_game, game_starts, init_params, make_network, search_spec, targets, value_head
 from azjax.config import Config
 from azjax.games import Game, GameState
+from azjax.methods.alphazero import GameStarts, Records, Targets, ValueHead
 from azjax.network import PolicyValueNet, head_health
 from azjax.search import SearchSpec, choose_move, root_visit_counts, run_search
 
@@ -62,16 +64,14 @@ class Actors:
     state: the games. game_id: per-slot counter of games started in that slot.
     first_player: player id who moved first (for the win/draw/loss split).
     trajectory_moves: moves since the trajectory's start (the temperature window counts these).
-    branches: SAI only: the branch points picked so far in each slot's game (None otherwise).
-    branch_game: SAI only: bool [B], the slot's game began at a branch point (such games do not branch).
+    slots: the game-starts seam's per-slot state ([B] leading axis; e.g. SAI's branch points), or None.
     """
 
     state: GameState
     game_id: jax.Array
     first_player: jax.Array
     trajectory_moves: jax.Array
-    branches: sai.BranchPoints | None = None
-    branch_game: jax.Array | None = None
+    slots: Any = None
 
 
 @struct.dataclass
@@ -83,31 +83,26 @@ class LoopState:
     key: jax.Array
     step: jax.Array  # loop steps done
     moves: jax.Array  # self-play moves done by every slot (decides where the replay writes)
-    starts: ss.StartStates | None = None  # SAI: branch starts waiting for a slot (per device)
+    starts: Any = None  # the game-starts seam's pool, per device (e.g. SAI's queue of branch starts), or None
 
 
-def loss_fn(apply_fn: Callable, params: Any, obs: jax.Array, policy: jax.Array, value: jax.Array,
-            value_loss_weight: float = 1.0, kbar: jax.Array | None = None) -> tuple[jax.Array, dict[str, jax.Array]]:
+def loss_fn(apply_fn: Callable, value: ValueHead, params: Any, obs: jax.Array, policy: jax.Array,
+            target: jax.Array, value_loss_weight: float = 1.0,
+            recorded: Records | None = None) -> tuple[jax.Array, dict[str, jax.Array]]:
     """AlphaZero's loss: policy cross-entropy + value MSE. The L2 term is applied as AdamW's decoupled
     weight decay (see `make_optimizer`); its size is reported as `l2`.
 
     apply_fn(params, obs) -> (network outputs, head health dict) (`with_head_health(net.apply)`).
-    obs [B, ...], policy [B, A] (target distribution), value [B] (target z).
-    SAI (`kbar` [B] given, outputs (logits, alpha, beta)): the value is v = 2 rho(0) - 1 with
-    rho(0) = sigmoid(beta (alpha + kbar)), so the value loss is (z - (2 rho(0) - 1))^2.
+    value: the value-head seam, which turns the outputs into (logits, v) with the positions' records
+    (`recorded`, name -> [B]; SAI: kbar, with v = 2 rho(0) - 1).
+    obs [B, ...], policy [B, A] (target distribution), target [B] (value target, e.g. z).
     The info holds head health too: the std over the batch of each scalar head's output (`value_std`, or
-    `alpha_std` and `beta_std`) and the heads' active-unit fractions.
+    SAI's `alpha_std` and `beta_std`) and the heads' active-unit fractions.
     """
     outputs, health = apply_fn(params, obs)
-    if kbar is None:
-        logits, v = outputs
-        spread = {"value_std": jnp.std(v)}
-    else:
-        logits, alpha, beta = outputs
-        v = 2.0 * sai.winrate(alpha, beta, kbar) - 1.0
-        spread = {"alpha_std": jnp.std(alpha), "beta_std": jnp.std(beta)}
+    logits, v, spread = value.train_value(outputs, recorded or {})
     policy_loss = optax.softmax_cross_entropy(logits, policy).mean()
-    value_loss = jnp.mean((v - value) ** 2)
+    value_loss = jnp.mean((v - target) ** 2)
     l2 = sum(jnp.sum(w**2) for w in jax.tree.leaves(params) if w.ndim > 1)
     total = policy_loss + value_loss_weight * value_loss
     entropy = -jnp.sum(jnp.where(policy > 0, policy * jnp.log(policy + 1e-12), 0.0), axis=-1).mean()
@@ -182,14 +177,12 @@ class Trainer:
         self.config = config
         self.game: Game = config_game(config)
         self.net: PolicyValueNet = make_network(config, self.game)
-        self.evaluate = make_evaluator(config, self.game, self.net)
-        self.sai = config.value_head == "sai"
-        self.q_mixed_targets = config.value_target_q_weight > 0  # replay keeps root values q
-        if self.sai:
-            self.heads = sai.network_heads(self.net.apply)
-            self.branching = config.branch_prob > 0 and config.max_branches > 0
-            self.max_komi = self.game.size ** 2 + 0.5  # type: ignore[attr-defined]
-        self.spec = SearchSpec.from_config(config, training=True)
+        # The seams (azjax.methods.alphazero), AlphaZero's unless the config switches a method on.
+        self.value: ValueHead = value_head(config)
+        self.starts: GameStarts = game_starts(config, self.game, self.net)
+        self.targets: Targets = targets(config)
+        self.evaluate = self.value.evaluator(self.net.apply)
+        self.spec: SearchSpec = search_spec(config, training=True)
         self.sgd_info_keys = sorted(jax.eval_shape(self._sgd_info_shapes).keys())
         self.optimizer = make_optimizer(config)
         devices = list(devices) if devices is not None else jax.devices()
@@ -213,8 +206,9 @@ class Trainer:
         obs = jnp.zeros((2, *self.game.observation_shape), jnp.float32)
         params = init_params(self.net, self.game, jax.random.key(0))
         policy = jnp.full((2, self.game.num_actions), 1.0 / self.game.num_actions)
-        kbar = jnp.zeros((2,)) if self.sai else None
-        return loss_fn(with_head_health(self.net.apply), params, obs, policy, jnp.zeros((2,)), 1.0, kbar)[1]
+        recorded = {name: jnp.zeros((2,)) for name in self.value.records}
+        return loss_fn(with_head_health(self.net.apply), self.value, params, obs, policy, jnp.zeros((2,)), 1.0,
+                       recorded)[1]
 
     # ----- public -----
 
@@ -249,34 +243,23 @@ class Trainer:
             index = 0
         return jax.random.fold_in(key, index)
 
-    def _new_games(self, key: jax.Array, n: int) -> GameState:
-        return jax.vmap(self.game.init)(jax.random.split(key, n))
-
     def _init_local(self, key_data: jax.Array) -> LoopState:
         key = jax.random.wrap_key_data(key_data)
         k_params, k_games, k_loop = jax.random.split(key, 3)
         params = init_params(self.net, self.game, k_params)  # same on every device
         b = self.sizes.num_envs
-        games = self._new_games(self._device_key(k_games), b)
-        branches, branch_game, starts = None, None, None
-        if self.sai:
-            branch_game = jnp.zeros((b,), jnp.bool_)
-            k_komi = jax.random.fold_in(self._device_key(k_games), 1)
-            games = games.replace(komi=self._new_komi(k_komi, self._empty_board_sigmoid(params), b))
-            if self.branching:
-                branches = sai.init_branch_points(games, self.config.max_branches)
-            starts = ss.init(jax.tree.map(lambda x: x[0], games), self.sizes.start_queue_size)
+        k_games = self._device_key(k_games)
+        games = jax.vmap(self.game.init)(jax.random.split(k_games, b))
+        games, slots, pool = self.starts.init(k_games, params, games, self.sizes.start_queue_size)
         actors = Actors(
             state=games,
             game_id=jnp.zeros((b,), jnp.int32),
             first_player=games.current_player,
             trajectory_moves=jnp.zeros((b,), jnp.int32),
-            branches=branches,
-            branch_game=branch_game,
+            slots=slots,
         )
         replay = rb.init_replay(self.sizes.replay_size, self.game.observation_shape, self._obs_dtype,
-                                self.game.num_actions, with_kbar=self.sai,
-                                with_root_value=self.q_mixed_targets)
+                                self.game.num_actions, extras=(*self.value.records, *self.targets.records))
         return LoopState(
             actors=actors,
             replay=replay,
@@ -285,79 +268,35 @@ class Trainer:
             key=jax.random.key_data(k_loop),
             step=jnp.int32(0),
             moves=jnp.int32(0),
-            starts=starts,
+            starts=pool,
         )
 
-    # ----- SAI pieces (value_head="sai" only) -----
-
-    def _empty_board_sigmoid(self, params: Any) -> tuple[jax.Array, jax.Array]:
-        """(alpha0, beta0): the net's sigmoid for the empty board, Black to move (alpha0 = Black's lead)."""
-        empty = jax.tree.map(lambda x: x[None], self.game.init(jax.random.key(0)))
-        _, alpha, beta = self.heads(params, empty)
-        return alpha[0], beta[0]
-
-    def _new_komi(self, key: jax.Array, empty_sigmoid: tuple[jax.Array, jax.Array], n: int) -> jax.Array:
-        alpha0, beta0 = empty_sigmoid
-        return sai.new_game_komi(key, alpha0, beta0, (n,), self.game.komi, self.config.sai_official_komi_share,
-                                 self.max_komi)
-
-    def _sai_restarts(self, params: Any, empty_sigmoid: tuple[jax.Array, jax.Array], key: jax.Array,
-                      actors: Actors, ended: jax.Array, starts: ss.StartStates):
-        """The games that restart the `ended` slots: branch starts from the queue first (oldest first),
-        then new games with komi from the empty board's sigmoid. Before that, this move's positions of
-        standard games (not of branch games) may become branch points, and the branch points of the games
-        that ended join the queue.
-
-        Returns (games [B] for the ended slots, which of them are branch starts [B], branch points, queue,
-        statistics).
-        """
-        b = self.sizes.num_envs
-        k_branch, k_komi, k_games = jax.random.split(key, 3)
-        branches, stats = actors.branches, {}
-        if self.branching:
-            state = actors.state
-            _, alpha, _ = self.heads(params, state)
-            alpha_black = sai.black_board_lead(alpha, sai.black_to_move(state))
-            branches = sai.record_branch_points(branches, k_branch, state, alpha_black, self.config.branch_prob,
-                                                self.max_komi, active=~actors.branch_game)
-            points, mask, branches = sai.take_branch_points(branches, ended)
-            starts = ss.push(starts, points, mask)
-            stats["branches_queued"] = mask.sum(dtype=jnp.int32)
-        starts, queued, got = ss.pop(starts, ended)
-        komi = self._new_komi(k_komi, empty_sigmoid, b)
-        fresh = jax.vmap(self.game.init)(jax.random.split(k_games, b), komi)
-        pick = lambda q, f: jnp.where(got.reshape(-1, *([1] * (f.ndim - 1))), q, f)  # noqa: E731
-        games = jax.tree.map(pick, queued, fresh)
-        new = ended & ~got
-        stats.update(branch_starts=got.sum(dtype=jnp.int32), new_games=new.sum(dtype=jnp.int32),
-                     new_game_komi_sum=jnp.where(new, komi, 0.0).sum(),
-                     new_game_komi_sq_sum=jnp.where(new, komi**2, 0.0).sum())
-        return games, got, branches, starts, stats
-
-    def _selfplay_move(self, params: Any, empty_sigmoid: Any, carry: tuple[Actors, rb.Replay, jax.Array, Any],
+    def _selfplay_move(self, params: Any, context: Any, carry: tuple[Actors, rb.Replay, jax.Array, Any],
                        key: jax.Array):
         """Advances every game in flight by one move; returns per-move statistics.
 
-        carry: (actors, replay, moves, start-state queue or None); empty_sigmoid: SAI's (alpha0, beta0)
-        for this step's params, else None.
+        carry: (actors, replay, moves, the game-starts pool); context: the game starts' read-out for this
+        step's params (`GameStarts.prepare`).
         """
-        actors, replay, moves, starts = carry
+        actors, replay, moves, pool = carry
         k_search, k_act, k_new = jax.random.split(key, 3)
         state = actors.state
+
+        # Search every position, then pick the move: sampled in the temperature window, else the search's own.
         out = run_search(self.spec, self.game, self.evaluate, params, k_search, state)
         explore = actors.trajectory_moves < self.config.temperature_moves
         action = choose_move(self.spec, k_act, out, explore)
         visits = jnp.take_along_axis(root_visit_counts(out), action[:, None], axis=1)[:, 0]
 
+        # Record the position (with what the value head and the targets need of it), then play the move;
+        # the games that end give their positions their targets.
         ptr = (moves * self.sizes.num_envs) % self.sizes.replay_size
-        kbar = sai.signed_komi(state.komi, sai.black_to_move(state)) if self.sai else None
-        root_value = out.search_tree.node_values[:, 0] if self.q_mixed_targets else None
+        extras = {**self.value.record(state), **self.targets.record(out, state)}
         replay = rb.write(replay, ptr, state.observation, out.action_weights, state.current_player,
-                          actors.game_id, kbar=kbar, root_value=root_value)
-
+                          actors.game_id, extras)
         next_state = jax.vmap(self.game.step)(state, action)
         ended = next_state.terminated
-        replay = rb.fill_outcomes(replay, ended, actors.game_id, next_state.rewards)
+        replay = self.targets.game_ended(replay, ended, actors.game_id, next_state.rewards)
 
         # Results of the games that ended, from the first mover's view.
         first_reward = jnp.take_along_axis(next_state.rewards, actors.first_player[:, None], axis=1)[:, 0]
@@ -373,37 +312,31 @@ class Trainer:
             "window_moves": (explore & ~state.terminated).sum(),  # moves drawn from the policy target
         }
 
-        # Finished games restart at once (SAI: from a queued branch start if there is one).
-        branches, branch_game = actors.branches, actors.branch_game
-        if self.sai:
-            fresh, from_branch, branches, starts, sai_stats = self._sai_restarts(params, empty_sigmoid, k_new, actors,
-                                                                                 ended, starts)
-            branch_game = jnp.where(ended, from_branch, branch_game)
-            stats.update(sai_stats)
-        else:
-            fresh = self._new_games(k_new, self.sizes.num_envs)
+        # Finished games restart at once, from wherever the game-starts seam says.
+        fresh, slots, pool, start_stats = self.starts.restart(k_new, params, context, state, actors.slots, pool,
+                                                              ended)
+        stats.update(start_stats)
         restart = lambda new, old: jnp.where(ended.reshape(-1, *([1] * (old.ndim - 1))), new, old)  # noqa: E731
         actors = Actors(
             state=jax.tree.map(restart, fresh, next_state),
             game_id=actors.game_id + ended.astype(jnp.int32),
             first_player=jnp.where(ended, fresh.current_player, actors.first_player),
             trajectory_moves=jnp.where(ended, 0, actors.trajectory_moves + 1),
-            branches=branches,
-            branch_game=branch_game,
+            slots=slots,
         )
-        return (actors, replay, moves + 1, starts), stats
+        return (actors, replay, moves + 1, pool), stats
 
     def _sgd_step(self, carry: tuple[Any, Any], key: jax.Array, replay: rb.Replay):
         params, opt_state = carry
         k_sample, k_aug = jax.random.split(key)
-        idx = rb.sample_indices(replay, k_sample, self.sizes.batch_size)
+        idx = rb.sample_indices(self.targets.trainable(replay), k_sample, self.sizes.batch_size)
         obs, policy = replay.obs[idx], replay.policy[idx]
-        value = rb.value_targets(replay, idx, self.config.value_target_q_weight)
-        kbar = None if replay.kbar is None else replay.kbar[idx]  # SAI: the loss forms rho(0) with it
+        recorded = rb.recorded(replay, idx)
+        value = self.targets.value_target(replay.value[idx], recorded)
         if self.config.augment:
             obs, policy = augment(self.game, k_aug, obs, policy)
-        grad_fn = jax.grad(functools.partial(loss_fn, with_head_health(self.net.apply)), has_aux=True)
-        grads, info = grad_fn(params, obs, policy, value, self.config.value_loss_weight, kbar)
+        grad_fn = jax.grad(functools.partial(loss_fn, with_head_health(self.net.apply), self.value), has_aux=True)
+        grads, info = grad_fn(params, obs, policy, value, self.config.value_loss_weight, recorded)
         grads = jax.lax.pmean(grads, AXIS)
         updates, opt_state = self.optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)
@@ -416,16 +349,16 @@ class Trainer:
 
         # 1. Self-play.
         move_keys = jax.random.split(self._device_key(k_play), cfg.moves_per_step)
-        empty_sigmoid = self._empty_board_sigmoid(s.params) if self.sai else None
+        context = self.starts.prepare(s.params)
         (actors, replay, moves, starts), stats = jax.lax.scan(
-            functools.partial(self._selfplay_move, s.params, empty_sigmoid), (s.actors, s.replay, s.moves, s.starts),
+            functools.partial(self._selfplay_move, s.params, context), (s.actors, s.replay, s.moves, s.starts),
             move_keys)
         stats = {k: (v.mean() if k == "root_value" else v.sum()) for k, v in stats.items()}
-        if self.sai:
-            stats["start_queue_size"] = starts.size
+        start_stats, start_metrics = self.starts.step_metrics(context, starts)
+        stats.update(start_stats)
 
         # 2. SGD, once the replay holds enough finished positions (on every device).
-        num_targets = jax.lax.pmin(replay.has_target.sum(), AXIS)
+        num_targets = jax.lax.pmin(self.targets.trainable(replay).sum(), AXIS)
         ready = (num_targets * self.sizes.num_devices >= cfg.min_replay_size) & (cfg.sgd_steps_per_step > 0)
 
         # No lax.cond here: on XLA's CPU backend, convolution gradients inside control flow (cond,
@@ -451,9 +384,8 @@ class Trainer:
             **info,
             "sgd_applied": ready,
             "replay_positions": num_targets * self.sizes.num_devices,
+            **start_metrics,
         }
-        if self.sai:  # the sigmoid of the empty board (Black to move) before this step's SGD
-            metrics["empty_board_black_lead"], metrics["empty_board_beta"] = empty_sigmoid
         new = LoopState(actors=actors, replay=replay, params=params, opt_state=opt_state,
                         key=jax.random.key_data(key), step=s.step + 1, moves=moves, starts=starts)
         return new, metrics

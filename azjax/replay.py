@@ -7,10 +7,9 @@ Each entry remembers the id of the game it came from (a per-slot counter). When 
 entry's player to move) and becomes available for sampling. An entry whose game has not ended yet
 is never sampled; one overwritten before its game ended is simply lost.
 
-With SAI values (METHODS.md section 2) each entry also keeps its signed komi kbar (the komi as points
-for the player to move), which the loss needs to form rho(0); a plain replay has no such field.
-Likewise, with a value target that mixes z with the search's root value q
-(`Config.value_target_q_weight` > 0), each entry keeps q.
+Methods keep more per position in `extras` (name -> [N] array), for example SAI's signed komi `kbar`
+(the loss forms rho(0) with it) or the root search value `root_value` of q-mixed value targets
+(`azjax.methods.alphazero.OutcomeTargets`); a plain AlphaZero replay has none.
 """
 
 from __future__ import annotations
@@ -27,9 +26,7 @@ class Replay:
     obs [N, *obs_shape] (the game's observation dtype), policy [N, A] float32 (search target),
     value [N] float32 (outcome z, valid where has_target), player [N] int32 (player to move),
     game_id [N] int32 (the game's id within its slot; -1 = empty), has_target [N] bool,
-    kbar [N] float32 (SAI only, else None: the signed komi of the entry's player to move),
-    root_value [N] float32 (q-mixed value targets only, else None: the root search value q for the
-    entry's player to move).
+    extras: name -> [N] float32, what the loop's methods record per position (see the module docstring).
     """
 
     obs: jax.Array
@@ -38,12 +35,14 @@ class Replay:
     player: jax.Array
     game_id: jax.Array
     has_target: jax.Array
-    kbar: jax.Array | None = None
-    root_value: jax.Array | None = None
+    # A dict: its leaves flatten in key order (`kbar` before `root_value`), as the two optional fields that
+    # held them before, so loop checkpoints written then still restore.
+    extras: dict[str, jax.Array] = struct.field(default_factory=dict)
 
 
 def init_replay(size: int, obs_shape: tuple[int, ...], obs_dtype: jnp.dtype, num_actions: int,
-                with_kbar: bool = False, with_root_value: bool = False) -> Replay:
+                extras: tuple[str, ...] = ()) -> Replay:
+    """An empty replay of `size` entries keeping the named `extras` (float32 each) too."""
     return Replay(
         obs=jnp.zeros((size, *obs_shape), obs_dtype),
         policy=jnp.zeros((size, num_actions), jnp.float32),
@@ -51,23 +50,21 @@ def init_replay(size: int, obs_shape: tuple[int, ...], obs_dtype: jnp.dtype, num
         player=jnp.zeros((size,), jnp.int32),
         game_id=jnp.full((size,), -1, jnp.int32),
         has_target=jnp.zeros((size,), jnp.bool_),
-        kbar=jnp.zeros((size,), jnp.float32) if with_kbar else None,
-        root_value=jnp.zeros((size,), jnp.float32) if with_root_value else None,
+        extras={name: jnp.zeros((size,), jnp.float32) for name in extras},
     )
 
 
 def write(replay: Replay, ptr: jax.Array, obs: jax.Array, policy: jax.Array, player: jax.Array,
-          game_id: jax.Array, kbar: jax.Array | None = None, root_value: jax.Array | None = None) -> Replay:
+          game_id: jax.Array, extras: dict[str, jax.Array] | None = None) -> Replay:
     """Writes one position for each of the B game slots at entries [ptr, ptr + B).
 
     `ptr` must be a multiple of B (it is `(moves * B) % N` in the loop), so slot b lands on an
-    entry with index % B == b. `kbar` [B] and `root_value` [B] are required exactly when the replay
-    keeps them.
+    entry with index % B == b. `extras` (name -> [B]) must name exactly the replay's extras.
     """
-    if (kbar is None) != (replay.kbar is None):
-        raise ValueError("kbar must be given exactly when the replay stores it (SAI values)")
-    if (root_value is None) != (replay.root_value is None):
-        raise ValueError("root_value must be given exactly when the replay stores it (q-mixed value targets)")
+    extras = extras or {}
+    if set(extras) != set(replay.extras):
+        raise ValueError(f"extras {sorted(extras)} given, the replay keeps {sorted(replay.extras)}")
+
     def put(buf: jax.Array, x: jax.Array) -> jax.Array:
         start = (ptr,) + (0,) * (buf.ndim - 1)
         return jax.lax.dynamic_update_slice(buf, x.astype(buf.dtype), start)
@@ -80,8 +77,7 @@ def write(replay: Replay, ptr: jax.Array, obs: jax.Array, policy: jax.Array, pla
         player=put(replay.player, player),
         game_id=put(replay.game_id, game_id),
         has_target=put(replay.has_target, jnp.zeros((b,), jnp.bool_)),
-        kbar=None if kbar is None else put(replay.kbar, kbar),
-        root_value=None if root_value is None else put(replay.root_value, root_value),
+        extras={name: put(replay.extras[name], x) for name, x in extras.items()},
     )
 
 
@@ -103,25 +99,15 @@ def fill_outcomes(replay: Replay, ended: jax.Array, game_id: jax.Array, rewards:
     )
 
 
-def sample_indices(replay: Replay, key: jax.Array, batch_size: int) -> jax.Array:
-    """int32 [batch]: a uniform sample, with replacement, of entries whose outcome is known. With no
-    such entry yet it samples uniformly from everything (the caller discards that batch)."""
-    p = replay.has_target.astype(jnp.float32)
+def sample_indices(trainable: jax.Array, key: jax.Array, batch_size: int) -> jax.Array:
+    """int32 [batch]: a uniform sample, with replacement, of the `trainable` entries (bool [N]: e.g. those whose
+    outcome is known). With no such entry yet it samples uniformly from everything (the caller discards that
+    batch)."""
+    p = trainable.astype(jnp.float32)
     p = jnp.where(p.sum() > 0, p, 1.0)
     return jax.random.choice(key, p.shape[0], (batch_size,), p=p / p.sum())
 
 
-def value_targets(replay: Replay, idx: jax.Array, q_weight: float = 0.0) -> jax.Array:
-    """float32 [batch]: the value targets of entries `idx`: (1 - w) z + w q where the replay keeps the
-    root values q (w = `q_weight`), else the outcomes z."""
-    z = replay.value[idx]
-    if replay.root_value is None:
-        return z
-    return (1.0 - q_weight) * z + q_weight * replay.root_value[idx]
-
-
-def sample(replay: Replay, key: jax.Array, batch_size: int,
-           q_weight: float = 0.0) -> tuple[jax.Array, jax.Array, jax.Array]:
-    """obs [batch, *obs_shape], policy [batch, A], value target [batch] of `sample_indices`' entries."""
-    idx = sample_indices(replay, key, batch_size)
-    return replay.obs[idx], replay.policy[idx], value_targets(replay, idx, q_weight)
+def recorded(replay: Replay, idx: jax.Array) -> dict[str, jax.Array]:
+    """The extras of entries `idx` ([batch]): name -> [batch]."""
+    return {name: x[idx] for name, x in replay.extras.items()}

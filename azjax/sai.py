@@ -33,7 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from azjax.games import GameState
+from azjax import start_states as ss
+from azjax.games import Game, GameState
 from azjax.search import Evaluator, ParentAwareEvaluator
 
 Array = jax.Array
@@ -265,6 +266,129 @@ def take_branch_points(points: BranchPoints, ended: Array) -> tuple[GameState, A
     flat = jax.tree.map(lambda x: x.reshape(b * k, *x.shape[2:]), points.states)
     emptied = points.replace(count=jnp.where(ended, 0, points.count), drawn=jnp.where(ended, 0, points.drawn))
     return flat, mask.reshape(b * k), emptied
+
+
+# ---------------------------------------------------------------- the loop's seams (azjax.methods.alphazero)
+
+
+@dataclasses.dataclass(frozen=True)
+class SigmoidKomiValue:
+    """SAI's value head: the winrate 2 rho(0) - 1 of the player to move, rho(0) = sigmoid(beta (alpha + kbar)).
+
+    The search values nodes with it (or, `sensible_lambda` > 0, with the sensible agent); the replay keeps each
+    position's kbar, with which the loss forms rho(0).
+    """
+
+    sensible_lambda: float = 0.0
+    columns: tuple[str, ...] = ("alpha_std", "beta_std", "policy_head_active", "alpha_head_active",
+                                "beta_head_active")
+    records: tuple[str, ...] = ("kbar",)
+
+    def evaluator(self, apply_fn: Callable[..., tuple[Array, Array, Array]]) -> Evaluator | ParentAwareEvaluator:
+        return make_sai_evaluator(network_heads(apply_fn), self.sensible_lambda)
+
+    def record(self, states: GameState) -> dict[str, Array]:
+        return {"kbar": signed_komi(states.komi, black_to_move(states))}
+
+    def train_value(self, outputs: tuple[Array, ...],
+                    recorded: dict[str, Array]) -> tuple[Array, Array, dict[str, Array]]:
+        logits, alpha, beta = outputs
+        v = 2.0 * winrate(alpha, beta, recorded["kbar"]) - 1.0
+        return logits, v, {"alpha_std": jnp.std(alpha), "beta_std": jnp.std(beta)}
+
+
+@struct.dataclass
+class SlotStarts:
+    """Per game slot ([B]): the branch points picked so far in the slot's game (None without branching), and
+    whether the slot's game began at a branch point (such games do not branch)."""
+
+    branches: BranchPoints | None
+    branch_game: Array
+
+
+@dataclasses.dataclass(frozen=True)
+class KomiStarts:
+    """SAI's game starts: new games draw their komi from the empty board's sigmoid (a share keeps the official
+    komi); positions of finished standard games branch, with an even komi, into a start-state queue
+    (`azjax.start_states`) that restarting slots draw from before starting a new game.
+
+    heads: the network's heads (`network_heads`); max_komi: the largest |komi| drawn (intersections + 0.5).
+    """
+
+    game: Game
+    heads: Heads
+    official_share: float
+    branch_prob: float
+    max_branches: int
+    max_komi: float
+    columns: tuple[str, ...] = ("empty_board_black_lead", "empty_board_beta", "branch_starts", "branches_queued",
+                                "new_games", "new_game_komi_mean", "new_game_komi_std", "start_queue_size")
+
+    @property
+    def branching(self) -> bool:
+        return self.branch_prob > 0 and self.max_branches > 0
+
+    def empty_board_sigmoid(self, params: Any) -> tuple[Array, Array]:
+        """(alpha0, beta0): the net's sigmoid for the empty board, Black to move (alpha0 = Black's lead)."""
+        empty = jax.tree.map(lambda x: x[None], self.game.init(jax.random.key(0)))
+        _, alpha, beta = self.heads(params, empty)
+        return alpha[0], beta[0]
+
+    def _new_komi(self, key: Array, empty_sigmoid: tuple[Array, Array], n: int) -> Array:
+        alpha0, beta0 = empty_sigmoid
+        return new_game_komi(key, alpha0, beta0, (n,), self.game.komi, self.official_share, self.max_komi)
+
+    def init(self, key: Array, params: Any, games: GameState, pool_size: int) -> tuple[GameState, Any, Any]:
+        b = games.komi.shape[0]
+        games = games.replace(komi=self._new_komi(jax.random.fold_in(key, 1), self.empty_board_sigmoid(params), b))
+        branches = init_branch_points(games, self.max_branches) if self.branching else None
+        pool = ss.init(jax.tree.map(lambda x: x[0], games), pool_size)
+        return games, SlotStarts(branches=branches, branch_game=jnp.zeros((b,), jnp.bool_)), pool
+
+    def prepare(self, params: Any) -> tuple[Array, Array]:
+        return self.empty_board_sigmoid(params)
+
+    def restart(self, key: Array, params: Any, context: Any, states: GameState, slots: SlotStarts,
+                pool: ss.StartStates, ended: Array) -> tuple[GameState, SlotStarts, ss.StartStates, dict[str, Array]]:
+        """Branch starts from the queue first (oldest first), then new games with komi from the empty board's
+        sigmoid (`context`). Before that, this move's positions of standard games (not of branch games) may
+        become branch points, and the branch points of the games that ended join the queue."""
+        b = ended.shape[0]
+        k_branch, k_komi, k_games = jax.random.split(key, 3)
+        branches, stats = slots.branches, {}
+        if self.branching:
+            _, alpha, _ = self.heads(params, states)
+            alpha_black = black_board_lead(alpha, black_to_move(states))
+            branches = record_branch_points(branches, k_branch, states, alpha_black, self.branch_prob,
+                                            self.max_komi, active=~slots.branch_game)
+            points, mask, branches = take_branch_points(branches, ended)
+            pool = ss.push(pool, points, mask)
+            stats["branches_queued"] = mask.sum(dtype=jnp.int32)
+        pool, queued, got = ss.pop(pool, ended)
+        komi = self._new_komi(k_komi, context, b)
+        fresh = jax.vmap(self.game.init)(jax.random.split(k_games, b), komi)
+        pick = lambda q, f: jnp.where(got.reshape(-1, *([1] * (f.ndim - 1))), q, f)  # noqa: E731
+        games = jax.tree.map(pick, queued, fresh)
+        new = ended & ~got
+        stats.update(branch_starts=got.sum(dtype=jnp.int32), new_games=new.sum(dtype=jnp.int32),
+                     new_game_komi_sum=jnp.where(new, komi, 0.0).sum(),
+                     new_game_komi_sq_sum=jnp.where(new, komi**2, 0.0).sum())
+        slots = SlotStarts(branches=branches, branch_game=jnp.where(ended, got, slots.branch_game))
+        return games, slots, pool, stats
+
+    def step_metrics(self, context: Any, pool: ss.StartStates) -> tuple[dict[str, Array], dict[str, Array]]:
+        alpha0, beta0 = context  # the sigmoid of the empty board (Black to move) before this step's SGD
+        return {"start_queue_size": pool.size}, {"empty_board_black_lead": alpha0, "empty_board_beta": beta0}
+
+    def row(self, m: dict[str, Any]) -> dict[str, Any]:
+        new = int(m["new_games"])
+        mean = float(m["new_game_komi_sum"]) / new if new else float("nan")
+        var = float(m["new_game_komi_sq_sum"]) / new - mean**2 if new else float("nan")
+        return dict(empty_board_black_lead=float(m["empty_board_black_lead"]),
+                    empty_board_beta=float(m["empty_board_beta"]), branch_starts=int(m["branch_starts"]),
+                    branches_queued=int(m.get("branches_queued", 0)), new_games=new, new_game_komi_mean=mean,
+                    new_game_komi_std=math.sqrt(max(var, 0.0)) if new else float("nan"),
+                    start_queue_size=int(m["start_queue_size"]))
 
 
 # ---------------------------------------------------------------- read-outs

@@ -29,7 +29,6 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from azjax.config import Config
 from azjax.contempt import contempt_gumbel_muzero_policy, contempt_muzero_policy
 from azjax.games import Game, GameState
 
@@ -68,22 +67,6 @@ class SearchSpec:
     dirichlet_fraction: float = 0.25
     n_scl: int | None = None  # search-contempt node limit (METHODS.md section 1); None = plain search
 
-    @classmethod
-    def from_config(cls, config: Config, *, training: bool, num_simulations: int | None = None) -> SearchSpec:
-        """Self-play settings (`training=True`: root noise) or evaluation settings (no noise, and the
-        config's `eval_search` kind unless it is "same")."""
-        kind = config.search if training or config.eval_search == "same" else config.eval_search
-        return cls(
-            kind=kind,
-            num_simulations=num_simulations or config.num_simulations,
-            max_num_considered_actions=config.max_num_considered_actions,
-            gumbel_scale=config.gumbel_scale if training else 0.0,
-            pb_c_init=config.pb_c_init,
-            dirichlet_alpha=config.dirichlet_alpha,
-            dirichlet_fraction=config.dirichlet_fraction if training else 0.0,
-            n_scl=config.n_scl,
-        )
-
 
 def network_evaluator(apply_fn: Callable[..., tuple[jax.Array, jax.Array]]) -> Evaluator:
     """The evaluator of a policy-value network: `apply_fn(params, observation)`."""
@@ -116,32 +99,58 @@ def root_fn(game: Game, evaluate: Evaluator, params: Any, states: GameState) -> 
     )
 
 
-def make_recurrent_fn(game: Game, evaluate: Evaluator) -> mctx.RecurrentFn:
-    """mctx's recurrent function for a real two-player game (the 'model' is the game itself)."""
+# (params, key, states [B] after the move, the parent's context) -> (prior logits [B, A] (masked), value [B] for
+# the player now to move, this node's context): what a search knows of a node it reaches.
+LeafFn = Callable[[Any, jax.Array, GameState, Any], tuple[jax.Array, jax.Array, Any]]
 
-    parent_aware = isinstance(evaluate, ParentAwareEvaluator)
+
+def game_recurrent_fn(game: Game, leaf: LeafFn, with_context: bool = False) -> mctx.RecurrentFn:
+    """The one mctx recurrent function for a real two-player game (the 'model' is the game itself), with
+    AlphaZero's sign rules (METHODS.md section 0): the move is played in the game, reward = the reward of
+    the player who moved, value = `leaf`'s value for the player now to move, discount -1, and 0 (reward,
+    value and discount) once the game is over. The network search and the rollout MCTS differ only in `leaf`.
+
+    The embedding is the states [B], or (states, context) with `with_context` (a `ParentAwareEvaluator`).
+    """
 
     def recurrent_fn(params: Any, key: jax.Array, action: jax.Array, embedding: Any):
-        del key
-        states, parent_context = embedding if parent_aware else (embedding, None)
+        states, parent_context = embedding if with_context else (embedding, None)
         mover = states.current_player
         was_terminal = states.terminated
         states = jax.vmap(game.step)(states, action)
-        if parent_aware:
-            logits, value, context = evaluate.child(params, states, parent_context)
-        else:
-            logits, value = evaluate(params, states)
+        prior_logits, value, context = leaf(params, key, states, parent_context)
         reward = jnp.take_along_axis(states.rewards, mover[:, None], axis=1)[:, 0]
         done = states.terminated | was_terminal
         output = mctx.RecurrentFnOutput(
             reward=jnp.where(was_terminal, 0.0, reward),
             discount=jnp.where(done, 0.0, -1.0),
-            prior_logits=mask_logits(logits, states.legal_action_mask),
+            prior_logits=prior_logits,
             value=jnp.where(done, 0.0, value),
         )
-        return output, ((states, context) if parent_aware else states)
+        return output, ((states, context) if with_context else states)
 
     return recurrent_fn
+
+
+def make_recurrent_fn(game: Game, evaluate: Evaluator | ParentAwareEvaluator) -> mctx.RecurrentFn:
+    """`game_recurrent_fn` with an evaluator's priors (illegal moves masked) and values."""
+
+    if isinstance(evaluate, ParentAwareEvaluator):
+        child = evaluate.child
+
+        def leaf(params: Any, key: jax.Array, states: GameState, parent_context: Any):
+            del key
+            logits, value, context = child(params, states, parent_context)
+            return mask_logits(logits, states.legal_action_mask), value, context
+
+        return game_recurrent_fn(game, leaf, with_context=True)
+
+    def plain_leaf(params: Any, key: jax.Array, states: GameState, parent_context: Any):
+        del key, parent_context
+        logits, value = evaluate(params, states)
+        return mask_logits(logits, states.legal_action_mask), value, None
+
+    return game_recurrent_fn(game, plain_leaf)
 
 
 def run_search(

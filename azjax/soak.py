@@ -312,9 +312,10 @@ def _segment(child: Child, target: tuple[str, int, float] | None,
 def _compare(ref_dir: Path, run_dir: Path, ref_rows: list[dict[str, str]]) -> dict[str, Any]:
     """The soak run against the reference: loop metrics, evaluations, parameters, checkpoints."""
     from azjax.checkpoint import ORBAX_TMP_MARK, StateCheckpointer
-    from azjax.train import METRIC_COLUMNS, SAI_COLUMNS
+    from azjax.sai import KomiStarts
+    from azjax.train import METRIC_COLUMNS
 
-    loop_columns = [c for c in ref_rows[0] if c in METRIC_COLUMNS or c in SAI_COLUMNS]
+    loop_columns = [c for c in ref_rows[0] if c in METRIC_COLUMNS or c in KomiStarts.columns]
     got_rows = _read_rows(run_dir / "metrics.csv")
     metric_diffs = [f"row {i + 1} {c}: {a.get(c)} != {b.get(c)}"
                     for i, (a, b) in enumerate(zip(ref_rows, got_rows, strict=False))

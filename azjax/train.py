@@ -34,25 +34,18 @@ METRIC_COLUMNS = [
     "loss", "policy_loss", "value_loss", "l2", "policy_target_entropy", "root_value", "replay_positions",
     "sgd_applied", "unvisited_greedy_moves",
 ]
-# Head health, from the SGD batches (NaN before SGD starts): the std over the batch of each scalar head's
-# output, and the fraction of active units after each head's 1x1 conv. A head that outputs a constant
-# shows a std near zero (see `HeadWatch`).
-HEAD_COLUMNS = {
-    "tanh": ["value_std", "policy_head_active", "value_head_active"],
-    "sai": ["alpha_std", "beta_std", "policy_head_active", "alpha_head_active", "beta_head_active"],
-}
-# SAI runs (value_head="sai") add: the empty board's sigmoid (Black's expected board lead and beta) before the
-# step's SGD, and the step's game starts (from the branch queue or new, with the new games' komi).
-SAI_COLUMNS = ["empty_board_black_lead", "empty_board_beta", "branch_starts", "branches_queued", "new_games",
-               "new_game_komi_mean", "new_game_komi_std", "start_queue_size"]
+# Then the value head's health columns (`ValueHead.columns`), from the SGD batches (NaN before SGD starts):
+# the std over the batch of each scalar head's output, and the fraction of active units after each head's
+# 1x1 conv; a head that outputs a constant shows a std near zero (see `HeadWatch`). Then the game starts'
+# columns (`GameStarts.columns`; SAI: the empty board's sigmoid and the step's branch and new-game starts).
 TIMING_COLUMNS = ["time_s", "step_s", "games_per_s", "positions_per_s", "sims_per_s"]
 EVAL_COLUMNS = ["step", "time_s", "opponent", "games", "wins", "draws", "losses", "score", "score_low",
                 "score_high", "elo", "elo_low", "elo_high"]
 
 
-def metric_columns(config: Config) -> list[str]:
-    """The loop's columns of metrics.csv for `config` (without the timing columns)."""
-    return METRIC_COLUMNS + HEAD_COLUMNS[config.value_head] + (SAI_COLUMNS if config.value_head == "sai" else [])
+def metric_columns(trainer: Trainer) -> list[str]:
+    """The loop's columns of metrics.csv for a trainer's config (without the timing columns)."""
+    return METRIC_COLUMNS + list(trainer.value.columns) + list(trainer.starts.columns)
 
 
 @dataclass
@@ -117,10 +110,10 @@ class RunLog:
             self._tb.close()
 
 
-def step_row(config: Config, step: int, moves: int, m: dict[str, Any]) -> dict[str, Any]:
+def step_row(trainer: Trainer, step: int, moves: int, m: dict[str, Any]) -> dict[str, Any]:
     """The deterministic part of one metrics row from the loop's metrics dict."""
     games = int(m["games"])
-    row = {
+    return {
         "step": step,
         "moves": moves,
         "games": games,
@@ -133,18 +126,9 @@ def step_row(config: Config, step: int, moves: int, m: dict[str, Any]) -> dict[s
         "replay_positions": int(m["replay_positions"]),
         "sgd_applied": int(bool(m["sgd_applied"])),
         "unvisited_greedy_moves": int(m["unvisited_greedy_moves"]),
-        **{k: float(m.get(k, math.nan)) for k in HEAD_COLUMNS[config.value_head]},  # legacy heads: no *_active
+        **{k: float(m.get(k, math.nan)) for k in trainer.value.columns},  # legacy heads: no *_active
+        **trainer.starts.row(m),
     }
-    if config.value_head == "sai":
-        new = int(m["new_games"])
-        mean = float(m["new_game_komi_sum"]) / new if new else float("nan")
-        var = float(m["new_game_komi_sq_sum"]) / new - mean**2 if new else float("nan")
-        row.update(empty_board_black_lead=float(m["empty_board_black_lead"]),
-                   empty_board_beta=float(m["empty_board_beta"]), branch_starts=int(m["branch_starts"]),
-                   branches_queued=int(m.get("branches_queued", 0)), new_games=new, new_game_komi_mean=mean,
-                   new_game_komi_std=math.sqrt(max(var, 0.0)) if new else float("nan"),
-                   start_queue_size=int(m["start_queue_size"]))
-    return row
 
 
 @dataclass
@@ -234,7 +218,7 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
           f"[{jax.devices()[0].platform}]\n{config.describe()}", flush=True)
     trainer = Trainer(config)
     checkpointer = ckpt.StateCheckpointer(run_dir)
-    log = RunLog(run_dir, columns=metric_columns(config), write=hosts.is_primary())
+    log = RunLog(run_dir, columns=metric_columns(trainer), write=hosts.is_primary())
     state = trainer.init(config.seed)
     start = 0
     if resume:
@@ -252,8 +236,8 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
     elapsed0 = float(log.rows[-1]["time_s"]) if log.rows else 0.0
     positions_per_step = config.num_envs * config.moves_per_step
     bar = _progress(progress, start, config.num_steps)
-    watch = HeadWatch([c for c in HEAD_COLUMNS[config.value_head] if c.endswith(("_std", "_active"))])
-    spread = HEAD_COLUMNS[config.value_head][0]  # value_std, or alpha_std for SAI
+    watch = HeadWatch([c for c in trainer.value.columns if c.endswith(("_std", "_active"))])
+    spread = trainer.value.columns[0]  # value_std, or alpha_std for SAI
     interrupted = False
 
     def on_signal(signum: int, frame: Any) -> None:  # finish the step, checkpoint, then stop
@@ -273,7 +257,7 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
             metrics = jax.device_get(metrics)
             step += 1
             dt = time.perf_counter() - t0
-            row = step_row(config, step, step * config.moves_per_step, metrics)
+            row = step_row(trainer, step, step * config.moves_per_step, metrics)
             row.update(
                 time_s=elapsed0 + time.perf_counter() - t_run,
                 step_s=dt,

@@ -17,6 +17,7 @@ from azjax import replay as rb
 from azjax.checkpoint import CheckpointError, load_params
 from azjax.config import preset
 from azjax.loop import Trainer, loss_fn
+from azjax.methods.alphazero import OutcomeTargets, TanhValue
 from azjax.train import METRIC_COLUMNS, load_metrics, train
 
 
@@ -40,28 +41,33 @@ def test_replay_fills_outcomes_of_ended_games_only():
     # Sampling only returns positions with targets.
     r = rb.fill_outcomes(r, jnp.array([False, False]), jnp.array([1, 0]), jnp.zeros((2, 2)))
     r = r.replace(value=r.value.at[1].set(0.5))
-    _, _, v = rb.sample(r, jax.random.key(0), 256)
+    v = r.value[rb.sample_indices(r.has_target, jax.random.key(0), 256)]
     assert set(np.unique(np.asarray(v))) <= {1.0, -1.0, 0.0, 0.5}
     assert 0.5 in np.asarray(v)
 
 
 def test_value_targets_mix_outcome_and_root_value():
     obs, pol = jnp.zeros((2, 3)), jnp.full((2, 2), 0.5)
-    r = rb.init_replay(4, (3,), jnp.float32, 2, with_root_value=True)
+    r = rb.init_replay(4, (3,), jnp.float32, 2, extras=OutcomeTargets(0.5).records)
     with pytest.raises(ValueError, match="root_value"):
         rb.write(r, jnp.int32(0), obs, pol, jnp.array([0, 1]), jnp.array([0, 0]))
-    r = rb.write(r, jnp.int32(0), obs, pol, jnp.array([0, 1]), jnp.array([0, 0]), root_value=jnp.array([0.2, -0.6]))
+    q = {"root_value": jnp.array([0.2, -0.6])}
+    r = rb.write(r, jnp.int32(0), obs, pol, jnp.array([0, 1]), jnp.array([0, 0]), q)
     r = rb.fill_outcomes(r, jnp.array([True, True]), jnp.array([0, 0]), jnp.array([[1.0, -1.0], [-1.0, 1.0]]))
     idx = jnp.array([0, 1])
-    np.testing.assert_allclose(rb.value_targets(r, idx, 0.0), [1.0, 1.0])  # z for each entry's player
-    np.testing.assert_allclose(rb.value_targets(r, idx, 1.0), [0.2, -0.6])
-    np.testing.assert_allclose(rb.value_targets(r, idx, 0.25), [0.75 + 0.05, 0.75 - 0.15], rtol=1e-6)
+
+    def targets(replay: rb.Replay, w: float) -> jax.Array:
+        return OutcomeTargets(w).value_target(replay.value[idx], rb.recorded(replay, idx))
+
+    np.testing.assert_allclose(targets(r, 0.0), [1.0, 1.0])  # z for each entry's player
+    np.testing.assert_allclose(targets(r, 1.0), [0.2, -0.6])
+    np.testing.assert_allclose(targets(r, 0.25), [0.75 + 0.05, 0.75 - 0.15], rtol=1e-6)
     # A plain replay has no root values: its targets are the outcomes whatever the weight.
     plain = rb.fill_outcomes(rb.write(rb.init_replay(4, (3,), jnp.float32, 2), jnp.int32(0), obs, pol,
                                       jnp.array([0, 1]), jnp.array([0, 0])),
                              jnp.array([True, True]), jnp.array([0, 0]), jnp.array([[1.0, -1.0], [-1.0, 1.0]]))
-    assert plain.root_value is None
-    np.testing.assert_allclose(rb.value_targets(plain, idx, 0.5), [1.0, 1.0])
+    assert plain.extras == {}
+    np.testing.assert_allclose(targets(plain, 0.5), [1.0, 1.0])
 
 
 def test_loop_with_q_mixed_targets_stores_root_values(tiny_overrides):
@@ -75,7 +81,7 @@ def test_loop_with_q_mixed_targets_stores_root_values(tiny_overrides):
             losses.append(float(m["loss"]))
     replay = state.replay
     written = np.asarray(replay.game_id) >= 0
-    q = np.asarray(replay.root_value)
+    q = np.asarray(replay.extras["root_value"])
     assert written.any() and np.all(np.abs(q) <= 1.0)
     assert np.any(q[written] != 0.0)  # the search's root values, not the zeros the replay starts with
     assert losses and np.all(np.isfinite(losses))
@@ -90,7 +96,7 @@ def test_loss_matches_hand_computation():
     params = {"w": jnp.ones((2, 2))}
     policy = jnp.array([[1.0, 0.0], [0.5, 0.5]])
     z = jnp.array([1.0, 1.0])
-    total, info = loss_fn(apply, params, None, policy, z, value_loss_weight=1.0)
+    total, info = loss_fn(apply, TanhValue(), params, None, policy, z, value_loss_weight=1.0)
     ce = (np.log(2) + (-0.5 * np.log(np.exp(2) / (np.exp(2) + 1)) - 0.5 * np.log(1 / (np.exp(2) + 1)))) / 2
     mse = (0.25 + 2.25) / 2
     np.testing.assert_allclose(info["policy_loss"], ce, rtol=1e-5)

@@ -9,12 +9,13 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from azjax import build
 from azjax.build import init_params, make_network
 from azjax.config import preset
 from azjax.games import make_game
 from azjax.loop import Trainer
 from azjax.network import HeadConv, head_health
-from azjax.train import HEAD_COLUMNS, HeadWatch
+from azjax.train import HeadWatch
 
 
 def _value_spread(trainer: Trainer, params, obs: jax.Array) -> float:
@@ -86,7 +87,7 @@ def test_head_health_names_every_head_of_both_networks() -> None:
         states = jax.vmap(g.init)(jax.random.split(jax.random.key(1), 4))
         _, variables = net.apply(params, states.observation, mutable=["intermediates"])
         health = head_health(variables["intermediates"])
-        assert sorted(health) == sorted(c for c in HEAD_COLUMNS[value_head] if c.endswith("_active"))
+        assert sorted(health) == sorted(c for c in build.value_head(cfg).columns if c.endswith("_active"))
 
 
 def _rows(values: list[float], column: str = "value_std") -> list[dict]:

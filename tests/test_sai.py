@@ -225,10 +225,10 @@ def test_sai_loss_forms_the_value_from_alpha_beta_and_the_signed_komi() -> None:
     z = jnp.array([1.0, -1.0])
     apply = lambda params, obs: ((logits, alpha, beta), {})  # noqa: E731
     policy = jnp.full((2, 3), 1 / 3)
-    _, info = loss_fn(apply, {}, None, policy, z, 1.0, kbar)
+    _, info = loss_fn(apply, sai.SigmoidKomiValue(), {}, None, policy, z, 1.0, {"kbar": kbar})
     v = 2 / (1 + np.exp(-np.array([0.5 * 2.5, 0.2 * 4.5]))) - 1
     np.testing.assert_allclose(info["value_loss"], np.mean((v - np.array([1.0, -1.0])) ** 2), rtol=1e-6)
-    _, flipped = loss_fn(apply, {}, None, policy, z, 1.0, -kbar)
+    _, flipped = loss_fn(apply, sai.SigmoidKomiValue(), {}, None, policy, z, 1.0, {"kbar": -kbar})
     assert abs(float(flipped["value_loss"]) - float(info["value_loss"])) > 0.1
     np.testing.assert_allclose([info["alpha_std"], info["beta_std"]], [6.5, 0.15], rtol=1e-6)
 
@@ -459,11 +459,11 @@ def test_sai_loop_trains_with_komi_per_game_and_branches(sai_tiny_overrides: dic
         m = jax.device_get(m)
         if step == 0:  # every game began with Black to move: entry 0 of each slot has kbar -komi, entry 1 +komi
             b = cfg.num_envs
-            np.testing.assert_array_equal(np.asarray(state.replay.kbar[:b]), -komi0)
-            np.testing.assert_array_equal(np.asarray(state.replay.kbar[b:2 * b]), komi0)
+            np.testing.assert_array_equal(np.asarray(state.replay.extras["kbar"][:b]), -komi0)
+            np.testing.assert_array_equal(np.asarray(state.replay.extras["kbar"][b:2 * b]), komi0)
         # Branches start only from standard games: a branch game never holds branch points.
-        branch_game = np.asarray(state.actors.branch_game)
-        assert not np.asarray(state.actors.branches.count)[branch_game].any()
+        branch_game = np.asarray(state.actors.slots.branch_game)
+        assert not np.asarray(state.actors.slots.branches.count)[branch_game].any()
         assert int(m["unvisited_greedy_moves"]) == 0
         if m["sgd_applied"]:
             alpha_std.append(float(m["alpha_std"]))
@@ -481,12 +481,12 @@ def test_sai_loop_trains_with_komi_per_game_and_branches(sai_tiny_overrides: dic
     # Every replay entry keeps its own signed komi: +-komi of its game, the sign by the colour to move.
     replay = state.replay
     filled = np.asarray(replay.game_id) >= 0
-    kbar = np.asarray(replay.kbar)[filled]
+    kbar = np.asarray(replay.extras["kbar"])[filled]
     assert np.all(kbar * 2 % 2 == 1) and (kbar > 0).any() and (kbar < 0).any()
     assert state.starts is not None and int(state.starts.size) <= cfg.start_queue_size
     # The plain loop state has none of this.
     plain = jax.eval_shape(Trainer(preset("go_7x7", **{**sai_tiny_overrides, "value_head": "tanh"})).init, 0)
-    assert plain.replay.kbar is None and plain.starts is None and plain.actors.branches is None
+    assert plain.replay.extras == {} and plain.starts is None and plain.actors.slots is None
 
 
 CLI_TINY = ["--num_envs", "8", "--num_simulations", "4", "--moves_per_step", "16", "--replay_size", "256",

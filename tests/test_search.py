@@ -15,6 +15,7 @@ import mctx
 import numpy as np
 import pytest
 
+from azjax.build import search_spec
 from azjax.config import Config
 from azjax.games import Game, GameState, make_game
 from azjax.search import (
@@ -285,8 +286,8 @@ def test_gumbel_greedy_moves_were_all_visited_where_the_improved_policy_argmax_w
 
 def test_search_spec_from_config() -> None:
     config = Config(search="puct", num_simulations=48, dirichlet_fraction=0.3, gumbel_scale=0.7)
-    train = SearchSpec.from_config(config, training=True)
-    evaluate = SearchSpec.from_config(config, training=False, num_simulations=16)
+    train = search_spec(config, training=True)
+    evaluate = search_spec(config, training=False, num_simulations=16)
     assert (train.kind, train.num_simulations, train.dirichlet_fraction, train.gumbel_scale) == ("puct", 48, 0.3, 0.7)
     assert (evaluate.num_simulations, evaluate.dirichlet_fraction, evaluate.gumbel_scale) == (16, 0.0, 0.0)
     assert hash(train) != hash(evaluate)
@@ -295,8 +296,8 @@ def test_search_spec_from_config() -> None:
 
 def test_eval_search_changes_only_the_players_search() -> None:
     config = Config(search="gumbel", eval_search="puct")
-    assert SearchSpec.from_config(config, training=True).kind == "gumbel"  # self-play keeps its search
-    assert SearchSpec.from_config(config, training=False).kind == "puct"
-    assert SearchSpec.from_config(config.replace(eval_search="same"), training=False).kind == "gumbel"
+    assert search_spec(config, training=True).kind == "gumbel"  # self-play keeps its search
+    assert search_spec(config, training=False).kind == "puct"
+    assert search_spec(config.replace(eval_search="same"), training=False).kind == "gumbel"
     with pytest.raises(ValueError, match="eval_search must be one of"):
         Config(eval_search="alphabeta")

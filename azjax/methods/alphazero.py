@@ -1,0 +1,200 @@
+"""The loop's seams, and AlphaZero's behaviour as the default of each (METHODS.md section 0).
+
+A method changes the loop by implementing one or more of these seams; `azjax.build` picks the implementations
+from the config, and the loop (`azjax.loop`) calls only the seams, with no branch on any method:
+
+  * `ValueHead`: how network outputs become a value, for the search (an evaluator) and for the loss, and what
+    the loss needs kept per position. AlphaZero: the tanh head as it is (`TanhValue`). SAI: the sigmoid in
+    the komi (`azjax.sai.SigmoidKomiValue`).
+  * `GameStarts`: where a restarting slot's game comes from. AlphaZero: `game.init` (`NewGames`). SAI: a komi
+    drawn from the empty board's sigmoid, and branch starts queued from finished games (`azjax.sai.KomiStarts`).
+    Go-Exploit would draw from an archive of visited states here.
+  * `Targets`: what the replay records per position from the search, how a finished game turns its positions
+    into value targets, which positions are trained on, and the value target of a sampled position.
+    AlphaZero: the outcome z, or the mix (1 - w) z + w q with the root search value q (`OutcomeTargets`).
+    TDLeaf(lambda) would record the principal variation's leaf value and form lambda-returns at game end;
+    playout-cap randomisation would record which moves had the full search and train on those only.
+  * The search policy is the fourth seam: `azjax.search.run_search` over a `SearchSpec` (search-contempt is
+    its `n_scl`, `azjax.contempt`).
+
+Per-position records are dicts of [B] arrays, kept in the replay under their names (`Replay.extras`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import jax
+import jax.numpy as jnp
+import mctx
+
+from azjax import replay as rb
+from azjax.games import Game, GameState
+from azjax.search import Evaluator, ParentAwareEvaluator, network_evaluator
+
+Array = jax.Array
+Records = dict[str, Array]  # name -> [B] (or [batch] when sampled): what the replay keeps per position
+ApplyFn = Callable[..., tuple[Array, ...]]  # the network: (params, observation [B, ...]) -> outputs
+
+
+# ---------------------------------------------------------------- the value head
+
+
+class ValueHead(Protocol):
+    """How the network's outputs become a value from the view of the player to move."""
+
+    columns: tuple[str, ...]  # the SGD step's head-health metrics (spread of the head outputs, active units)
+    records: tuple[str, ...]  # the names `record` gives
+
+    def evaluator(self, apply_fn: ApplyFn) -> Evaluator | ParentAwareEvaluator:
+        """The search's evaluator of the network."""
+        ...
+
+    def record(self, states: GameState) -> Records:
+        """What the loss needs of each position besides its observation (kept in the replay)."""
+        ...
+
+    def train_value(self, outputs: tuple[Array, ...], recorded: Records) -> tuple[Array, Array, dict[str, Array]]:
+        """(logits [B, A], value [B] in (-1, 1), spread statistics of the head outputs) for the loss."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class TanhValue:
+    """AlphaZero's value head: the network's tanh output is the value."""
+
+    columns: tuple[str, ...] = ("value_std", "policy_head_active", "value_head_active")
+    records: tuple[str, ...] = ()
+
+    def evaluator(self, apply_fn: ApplyFn) -> Evaluator:
+        return network_evaluator(apply_fn)
+
+    def record(self, states: GameState) -> Records:
+        del states
+        return {}
+
+    def train_value(self, outputs: tuple[Array, ...], recorded: Records) -> tuple[Array, Array, dict[str, Array]]:
+        del recorded
+        logits, v = outputs
+        return logits, v, {"value_std": jnp.std(v)}
+
+
+# ---------------------------------------------------------------- game starts
+
+
+class GameStarts(Protocol):
+    """Where the games of the slots come from, at the start and whenever a game ends.
+
+    A method keeps two pieces of state: `slots` (per game slot, [B] leading axis: e.g. SAI's branch points of
+    the game in the slot) and `pool` (shared by the device's slots: e.g. SAI's queue of branch starts). Either
+    is None when the method needs none.
+    """
+
+    columns: tuple[str, ...]  # the metrics the method adds to each loop step's row (see `row`)
+
+    def init(self, key: Array, params: Any, games: GameState, pool_size: int) -> tuple[GameState, Any, Any]:
+        """(the first games [B] (from `games`, new games of the game), slots, pool)."""
+        ...
+
+    def prepare(self, params: Any) -> Any:
+        """Once per loop step, before its moves: what every restart of the step shares (e.g. a net read-out)."""
+        ...
+
+    def restart(self, key: Array, params: Any, context: Any, states: GameState, slots: Any, pool: Any,
+                ended: Array) -> tuple[GameState, Any, Any, dict[str, Array]]:
+        """The games [B] for the slots whose game `ended` ([B] bool) on this move (rows of other slots are
+        ignored), the new slots and pool, and per-move statistics (summed over the step's moves).
+        `states` are the positions searched on this move."""
+        ...
+
+    def step_metrics(self, context: Any, pool: Any) -> tuple[dict[str, Array], dict[str, Array]]:
+        """(statistics summed over devices, replicated metrics) of one loop step."""
+        ...
+
+    def row(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """The method's columns of a metrics.csv row from the loop step's metrics (host values)."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class NewGames:
+    """AlphaZero: every game starts at the game's initial position (`game.init`)."""
+
+    game: Game
+    columns: tuple[str, ...] = ()
+
+    def init(self, key: Array, params: Any, games: GameState, pool_size: int) -> tuple[GameState, Any, Any]:
+        del key, params, pool_size
+        return games, None, None
+
+    def prepare(self, params: Any) -> Any:
+        del params
+        return None
+
+    def restart(self, key: Array, params: Any, context: Any, states: GameState, slots: Any, pool: Any,
+                ended: Array) -> tuple[GameState, Any, Any, dict[str, Array]]:
+        del params, context, states
+        fresh = jax.vmap(self.game.init)(jax.random.split(key, ended.shape[0]))
+        return fresh, slots, pool, {}
+
+    def step_metrics(self, context: Any, pool: Any) -> tuple[dict[str, Array], dict[str, Array]]:
+        del context, pool
+        return {}, {}
+
+    def row(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        del metrics
+        return {}
+
+
+# ---------------------------------------------------------------- targets
+
+
+class Targets(Protocol):
+    """What the replay records from the search, and the value target it yields."""
+
+    records: tuple[str, ...]  # the names `record` gives
+
+    def record(self, out: mctx.PolicyOutput, states: GameState) -> Records:
+        """What to keep of each searched position [B] besides its observation, policy target and player."""
+        ...
+
+    def game_ended(self, replay: rb.Replay, ended: Array, game_id: Array, rewards: Array) -> rb.Replay:
+        """Gives the stored positions of the games that `ended` ([B]) their targets (and makes them trainable)."""
+        ...
+
+    def trainable(self, replay: rb.Replay) -> Array:
+        """bool [N]: the entries SGD samples from."""
+        ...
+
+    def value_target(self, z: Array, recorded: Records) -> Array:
+        """float32 [batch]: the value targets of sampled entries from their outcomes z and their records."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class OutcomeTargets:
+    """AlphaZero: the value target is the outcome z; with `q_weight` w > 0 the mix (1 - w) z + w q, q the
+    root search value of the position (then recorded as `root_value`)."""
+
+    q_weight: float = 0.0
+
+    @property
+    def records(self) -> tuple[str, ...]:
+        return ("root_value",) if self.q_weight > 0 else ()
+
+    def record(self, out: mctx.PolicyOutput, states: GameState) -> Records:
+        del states
+        return {"root_value": out.search_tree.node_values[:, 0]} if self.q_weight > 0 else {}
+
+    def game_ended(self, replay: rb.Replay, ended: Array, game_id: Array, rewards: Array) -> rb.Replay:
+        return rb.fill_outcomes(replay, ended, game_id, rewards)
+
+    def trainable(self, replay: rb.Replay) -> Array:
+        return replay.has_target
+
+    def value_target(self, z: Array, recorded: Records) -> Array:
+        if "root_value" not in recorded:
+            return z
+        return (1.0 - self.q_weight) * z + self.q_weight * recorded["root_value"]

@@ -1,0 +1,188 @@
+"""Agent specs: the one parser of the players that `azjax eval`, `azjax arena` and the scripts name.
+
+    agent, game = parse_agent("results/models/c4:64:n_scl=5", None, simulations=64)
+    game = spec_game("policy:results/models/c4")      # the game a spec fixes, or None
+
+Specs:
+  * `PATH[:N][:key=value,...]`: a run directory or exported model searching N simulations
+    (default `simulations`); keys `n_scl` (0 = off) and `search` (puct / gumbel);
+  * `policy:PATH`: the raw policy; `random`; `mcts:N` (rollout MCTS);
+  * `gtp:COMMAND ...`: a GTP program; `uci:COMMAND[:key=value,...]`: a UCI chess program, keys `skill`
+    (Stockfish's Skill Level), `movetime` (ms, default 100), `nodes`, `depth`, others sent as `setoption`s;
+  * `NAME=SPEC` names an agent explicitly (default: a short name derived from the spec).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+from azjax import agents
+from azjax.agents import Agent
+from azjax.build import board_game, game_named, load_model, make_evaluator
+from azjax.checkpoint import load_config
+from azjax.external import resolve_command
+
+
+@dataclasses.dataclass
+class ArenaAgent:
+    """A player: a JAX agent (batched, jittable) or an external program (played on the host)."""
+
+    name: str
+    spec: str
+    kind: str  # "jax", "gtp" or "uci"
+    agent: Agent | None = None
+    argv: list[str] = dataclasses.field(default_factory=list)
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)  # uci: setoption values
+    go: dict[str, int] = dataclasses.field(default_factory=dict)  # uci: movetime / nodes / depth
+    checkpoint: str | None = None  # checkpoint agents: host games use an azjax.engine.Engine
+    visits: int = 0
+    n_scl: int | None = None
+    search: str | None = None
+
+    @property
+    def external(self) -> bool:
+        return self.kind != "jax"
+
+
+def split_options(text: str) -> dict[str, str]:
+    """`key=value,key=value` -> {key: value}; raises ValueError on an item without `=`."""
+    out = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        if "=" not in item:
+            raise ValueError(f"bad option {item!r}: expected key=value")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _strip_name(spec: str) -> tuple[str | None, str]:
+    """(explicit name or None, the spec without `NAME=`)."""
+    head = spec.split(":", 1)[0]
+    if "=" in head and not head.startswith(("gtp", "uci")):
+        name, spec = spec.split("=", 1)
+        return name, spec
+    return None, spec
+
+
+def _has_options(spec: str) -> bool:
+    """The spec ends in `:key=value,...` (and is not itself an existing path)."""
+    return ":" in spec and "=" in spec.rsplit(":", 1)[1] and not Path(spec).exists()
+
+
+def _checkpoint_path(base: str) -> tuple[str, bool, str | None]:
+    """(path, raw policy?, the `:N` suffix or None) of a checkpoint spec without options."""
+    policy = base.startswith("policy:")
+    path = base[len("policy:") :] if policy else base
+    n = None
+    if not policy and ":" in path and not Path(path).exists():
+        path, n = path.rsplit(":", 1)
+    return path, policy, n
+
+
+def spec_game(spec: str) -> str | None:
+    """The game a spec fixes: a checkpoint's game, chess for UCI engines, else None."""
+    _, spec = _strip_name(spec)
+    if spec.startswith("gtp:"):
+        return None
+    if spec.startswith("uci:"):
+        return "chess"
+    if _has_options(spec):
+        spec = spec.rsplit(":", 1)[0]
+    path, _, _ = _checkpoint_path(spec)
+    return load_config(path).game if Path(path).is_dir() else None
+
+
+def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: str | None = None,
+                n_scl: int | None = None) -> tuple[ArenaAgent, str | None]:
+    """A player from its spec (see the module docstring); returns it and the game it fixes.
+
+    `search` and `n_scl` are defaults for checkpoint agents (command-line flags); the spec's own
+    `:search=...` / `:n_scl=...` options win.
+    """
+    name, spec = _strip_name(spec)
+    if spec.startswith("gtp:"):
+        argv = resolve_command(spec[4:])
+        short = " ".join([Path(argv[0]).name] + argv[1:])
+        return ArenaAgent(name=name or short, spec=spec, kind="gtp", argv=argv), None
+    if spec.startswith("uci:"):
+        return _uci_agent(name, spec), "chess"
+    # JAX agents: checkpoints with optional `:N` and `:key=value,...` suffixes
+    spec_n_scl = spec_search = None
+    base = spec
+    if _has_options(base):
+        base, tail = base.rsplit(":", 1)
+        for k, v in split_options(tail).items():
+            if k == "n_scl":
+                if not v.isdigit():
+                    raise ValueError(f"n_scl needs an integer >= 0, got {v!r}")
+                spec_n_scl = int(v)
+            elif k == "search":
+                spec_search = v
+            else:
+                raise ValueError(f"unknown checkpoint option {k!r} in {spec!r} (n_scl, search)")
+    if base == "random" or base.startswith("mcts:"):
+        if game_name is None:
+            raise ValueError(f"agent {spec!r} needs --game (or a checkpoint among the agents)")
+        n = base.split(":", 1)[1] if base != "random" else "1"
+        if not n.isdigit() or int(n) < 1:
+            raise ValueError(f"bad agent {spec!r}: mcts:N needs a positive number of simulations")
+        game = game_named(game_name)  # one game object: compiled arenas are reused across pairings
+        if base == "random":
+            return ArenaAgent(name=name or "random", spec=spec, kind="jax", agent=agents.random_agent(game)), game_name
+        agent = agents.rollout_mcts_agent(game, int(n))
+        return ArenaAgent(name=name or agent.name, spec=spec, kind="jax", agent=agent), game_name
+    path, policy, n = _checkpoint_path(base)
+    visits = simulations
+    if n is not None:
+        if not n.isdigit() or int(n) < 1:
+            raise ValueError(f"bad agent {spec!r}: PATH:N needs a positive number of simulations")
+        visits = int(n)
+    if not Path(path).is_dir():
+        raise ValueError(f"unknown agent {spec!r}: not random, mcts:N, gtp:..., uci:... or a checkpoint directory")
+    config, params = load_model(path)
+    if game_name is not None and config.game != game_name:
+        raise ValueError(f"{path} plays {config.game}, not {game_name}")
+    search = spec_search or search
+    n_scl = spec_n_scl if spec_n_scl is not None else n_scl
+    if search:
+        config = config.replace(eval_search=search)
+    if n_scl is not None:
+        config = config.replace(n_scl=n_scl or None)
+    game = board_game(config)
+    label = Path(path).name
+    if policy:
+        agent = agents.policy_agent(game, make_evaluator(config, game), params=params)
+        return ArenaAgent(name=name or f"{label}:policy", spec=spec, kind="jax",
+                          agent=dataclasses.replace(agent, name=f"{label}:policy")), config.game
+    agent = agents.network_agent(config, game, params, num_simulations=visits)
+    label += f":{visits}" + (f":n_scl={spec_n_scl}" if spec_n_scl else "") + (f":{spec_search}" if spec_search else "")
+    return ArenaAgent(name=name or label, spec=spec, kind="jax", agent=dataclasses.replace(agent, name=label),
+                      checkpoint=path, visits=visits, n_scl=n_scl, search=search), config.game
+
+
+def _uci_agent(name: str | None, spec: str) -> ArenaAgent:
+    body = spec[4:]
+    opts: dict[str, str] = {}
+    if ":" in body and "=" in body.rsplit(":", 1)[1]:
+        body, tail = body.rsplit(":", 1)
+        opts = split_options(tail)
+    argv = resolve_command(body)
+    go: dict[str, int] = {}
+    options: dict[str, Any] = {}
+    for k, v in opts.items():
+        if k in ("movetime", "nodes", "depth"):
+            if not v.isdigit():
+                raise ValueError(f"uci option {k} needs a positive integer, got {v!r}")
+            go[k] = int(v)
+        elif k == "skill":
+            options["Skill Level"] = v
+        else:
+            options[k] = v
+    if not go:
+        go["movetime"] = 100
+    short = Path(argv[0]).name + "".join(f":{k}={v}" for k, v in opts.items())
+    return ArenaAgent(name=name or short, spec=spec, kind="uci", argv=argv, options=options, go=go)
