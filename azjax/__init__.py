@@ -34,12 +34,12 @@ _EXPORTS: dict[str, str] = {
     "SearchSpec": "azjax.search",
     "run_search": "azjax.search",
     "choose_move": "azjax.search",
-    "Agent": "azjax.agents",
-    "network_agent": "azjax.agents",
-    "policy_agent": "azjax.agents",
-    "random_agent": "azjax.agents",
-    "rollout_mcts_agent": "azjax.agents",
-    "search_agent": "azjax.agents",
+    "Agent": "azjax.play.agents",
+    "network_agent": "azjax.play.agents",
+    "policy_agent": "azjax.play.agents",
+    "random_agent": "azjax.play.agents",
+    "rollout_mcts_agent": "azjax.play.agents",
+    "search_agent": "azjax.play.agents",
     "train": "azjax.train",
 }
 
@@ -70,10 +70,10 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily
-    from azjax.agents import Agent, network_agent, policy_agent, random_agent, rollout_mcts_agent, search_agent
     from azjax.build import config_game, game_named, load_checkpoint, load_model, make_evaluator, make_network
     from azjax.config import PRESETS, Config, preset
     from azjax.games import GAMES, Game, GameState, make_game
+    from azjax.play.agents import Agent, network_agent, policy_agent, random_agent, rollout_mcts_agent, search_agent
     from azjax.search import SearchSpec, choose_move, run_search
     from azjax.train import train
 

@@ -23,10 +23,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax import sai
 from azjax.checkpoint import load_config, load_params
 from azjax.config import Config
 from azjax.games import Game, GameState, make_game
+from azjax.methods import sai
 from azjax.methods.alphazero import GameStarts, NewGames, OutcomeTargets, TanhValue, Targets, ValueHead
 from azjax.network import PolicyValueNet
 from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec

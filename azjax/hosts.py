@@ -3,7 +3,7 @@
     AZJAX_DISTRIBUTED=1 azjax train ...     # on every host (TPU slice, SLURM job, or by hand)
 
 `init_distributed()` calls `jax.distributed.initialize()`; after it `jax.devices()` lists the
-accelerators of every host, and the loop's mesh (`azjax.loop.Trainer`) spans them all. It must run
+accelerators of every host, and the loop's mesh (`azjax.train.loop.Trainer`) spans them all. It must run
 before anything starts JAX's backend, and importing pgx does (azjax.games), so `azjax.cli` calls it
 before its other imports and a script calls it first thing. This module imports nothing of azjax.
 

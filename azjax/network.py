@@ -3,7 +3,7 @@
     logits, value = net.apply(params, observation)
     # observation [B, H, W, C] (any dtype) -> logits [B, A] float32, value [B] float32 in (-1, 1)
 
-    logits, alpha, beta = sai_net.apply(params, observation)   # value_head="sai" (azjax.sai)
+    logits, alpha, beta = sai_net.apply(params, observation)   # value_head="sai" (azjax.methods.sai)
     # alpha [B]: the player to move's expected board lead (points); beta [B] > 0: the sigmoid's slope
 
 The network knows no config: `azjax.build` makes it from one (`make_network`) and reads its outputs as a

@@ -32,8 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     from azjax.cli import enable_compilation_cache
-    from azjax.compile_watch import STEP_FUNCTION, watch_run_and_resume
     from azjax.config import preset
+    from azjax.train.compile_watch import STEP_FUNCTION, watch_run_and_resume
 
     enable_compilation_cache()  # a cache hit is still counted: JAX reports it as a compilation event
 

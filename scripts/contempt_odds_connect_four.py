@@ -10,10 +10,10 @@ line as lost), while search-contempt with N_scl = 28 keeps gaining.
     azjax export RUN runs/early --step 50   # an early checkpoint of the same run as the weaker opponent
     python scripts/contempt_odds_connect_four.py --checkpoint RUN --opponent runs/early:64 --games 200
 
-The giver searches with PUCT (`azjax.selfplay_stats.temperature_agent`, greedy, no root noise, the
-checkpoint's c_puct) and `n_scl` off (plain) or N (`azjax.contempt`). The opponent is an `azjax arena`
+The giver searches with PUCT (`azjax.play.selfplay_stats.temperature_agent`, greedy, no root noise, the
+checkpoint's c_puct) and `n_scl` off (plain) or N (`azjax.search.contempt`). The opponent is an `azjax arena`
 spec (`mcts:N`, `PATH[:N]`, `policy:PATH`, `random`) whose first `--random_moves` moves are uniformly
-random. Every game of a cell runs in one jitted batch (`azjax.arena_cli.play_games_from`): half of
+random. Every game of a cell runs in one jitted batch (`azjax.play.tournament.play_games_from`): half of
 the batch starts from the opponent's random first move with the giver to move, the other half from
 the empty board with the opponent to move (the arena's batch puts a different side first after the
 start in each half), so the giver is always the second player. Every cell plays from the same key.
@@ -62,7 +62,7 @@ def random_start_act(act: Any, random_plies: int) -> Any:
     import jax
     import jax.numpy as jnp
 
-    from azjax.agents import random_legal_actions
+    from azjax.play.agents import random_legal_actions
 
     def wrapped(params: Any, key: jax.Array, states: Any) -> jax.Array:
         own_key, random_key = jax.random.split(key)
@@ -77,7 +77,7 @@ def start_states(game: Any, num_games: int, rng: np.random.Generator) -> tuple[A
     """GameState [N] for one batch and the pre-played moves int32 [N, 1] (-1 = none): rows [0, N/2)
     after a uniformly random first move (the giver, the arena's A, moves first from there), rows
     [N/2, N) the empty board (the opponent, B, moves first)."""
-    from azjax.selfplay_stats import replay_moves
+    from azjax.play.selfplay_stats import replay_moves
 
     half = num_games // 2
     first = np.full((num_games, 1), -1, np.int32)
@@ -93,8 +93,8 @@ def play_cell(game: Any, giver: Any, opponent: Any, num_games: int, batch: int, 
     """
     import jax
 
-    from azjax.arena import summarize
-    from azjax.arena_cli import play_games_from
+    from azjax.play.arena import summarize
+    from azjax.play.tournament import play_games_from
 
     rng = np.random.default_rng(seed)  # the same openings and keys in every cell
     key = jax.random.key(seed)
@@ -119,14 +119,14 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
 
     import jax
 
-    from azjax.arena_cli import parse_agent
     from azjax.build import game_named as base_game
     from azjax.build import load_model as load_checkpoint
     from azjax.build import make_evaluator
     from azjax.checkpoint import write_json
     from azjax.cli import enable_compilation_cache
+    from azjax.play.selfplay_stats import selfplay_params, temperature_agent
+    from azjax.play.specs import parse_agent
     from azjax.search import SearchSpec
-    from azjax.selfplay_stats import selfplay_params, temperature_agent
 
     if not args.checkpoint:
         raise SystemExit("--checkpoint is required (the giver's network)")

@@ -1,7 +1,7 @@
 """Search-contempt self-play sweep: (w+l)/d and repeated game prefixes against n_scl and temperature.
 
 Plays a batch of self-play games (the same agent on both sides, `arena.play_games`) for every
-(tau, n_scl) setting and records the paper's measures (METHODS.md section 1; `azjax.selfplay_stats`):
+(tau, n_scl) setting and records the paper's measures (METHODS.md section 1; `azjax.play.selfplay_stats`):
 w / d / l from the first mover's (White's) view, (w+l)/d, and the fraction of games whose first m
 moves repeat an earlier game's, m = 1..M.
 
@@ -94,7 +94,7 @@ def setup(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], floa
     if args.game != "chess":
         raise SystemExit(f"--evaluator {args.evaluator} needs --game chess (got {args.game!r}); "
                          "use --checkpoint for other games")
-    from azjax.material import DEFAULT_SCALE, material_evaluator
+    from azjax.play.material import DEFAULT_SCALE, material_evaluator
 
     scale = DEFAULT_SCALE if args.scale is None else args.scale
     game = make_game("chess", start=args.start)
@@ -108,17 +108,17 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import jax
     import numpy as np
 
-    from azjax.arena import match
     from azjax.checkpoint import script_command
     from azjax.cli import enable_compilation_cache
-    from azjax.search import SearchSpec
-    from azjax.selfplay_stats import (
+    from azjax.play.arena import match
+    from azjax.play.selfplay_stats import (
         first_player_outcomes,
         replay_moves,
         selfplay_params,
         selfplay_stats,
         temperature_agent,
     )
+    from azjax.search import SearchSpec
 
     if args.games < 2 or args.games % 2:
         raise SystemExit(f"--games must be even and >= 2, got {args.games}")
@@ -156,8 +156,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             sims=args.sims, **stats.to_dict(), illegal=int(np.asarray(records.illegal).sum()),
         )
         if args.adjudicate is not None:
-            from azjax.material import adjudicate_by_material
-            from azjax.selfplay_stats import decisive_ratio, json_float, wdl
+            from azjax.play.material import adjudicate_by_material
+            from azjax.play.selfplay_stats import decisive_ratio, json_float, wdl
 
             final = replay_moves(game, records.moves)
             judged = adjudicate_by_material(final, records.length, records.terminated,

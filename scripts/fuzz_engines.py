@@ -5,7 +5,7 @@ results/reliability.json (key `fuzz`, merged into the file).
     python scripts/fuzz_engines.py --lines 500 --out /tmp/r.json
 
 The engines play untrained 1x8 models made in a temporary directory (4 visits a search), so the
-count measures the protocol front ends, not the strength. See azjax/fuzz.py for what is checked.
+count measures the protocol front ends, not the strength. See azjax/engines/fuzz.py for what is checked.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import azjax.fuzz
+import azjax.engines.fuzz as fuzz
 from azjax.checkpoint import update_json
-from azjax.fuzz import fuzz_gtp, fuzz_uci, make_untrained_model
+from azjax.engines.fuzz import fuzz_gtp, fuzz_uci, make_untrained_model
 from azjax.games import GAMES
 
 SEARCH = {"connect_four": "gumbel", "go_7x7": "gumbel", "go_9x9": "puct", "chess": "gumbel"}
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     games = args.game or list(GAMES)
     env = dict(os.environ)
     env.setdefault("AZJAX_CACHE_DIR", os.path.expanduser("~/.cache/azjax/jax"))
-    env["PYTHONPATH"] = str(Path(azjax.fuzz.__file__).parents[1])  # the engines run the azjax this script imports
+    env["PYTHONPATH"] = str(Path(fuzz.__file__).parents[2])  # the engines run the azjax this script imports
     results = {}
     with tempfile.TemporaryDirectory(prefix="azjax-fuzz-") as tmp:
         runs = [("gtp", g) for g in games] + ([] if args.no_uci else [("uci", "chess")])

@@ -2,7 +2,7 @@
 
 METHODS.md section 1: in odds chess plain PUCT's results against a fixed, imperfect opponent peak
 and then decline as visits grow, while search-contempt keeps rising. Here the giver searches with
-the material evaluator (`azjax.material`) at several visit budgets, once with contempt (`--n_scl`)
+the material evaluator (`azjax.play.material`) at several visit budgets, once with contempt (`--n_scl`)
 and once with plain PUCT, against either
 
   * `--opponent search:N`: the material evaluator with N-visit PUCT, sampling its moves from its
@@ -245,8 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _summary(outcome: Any, n_unfinished: int) -> dict[str, Any]:
-    from azjax.arena import elo_from_score, wilson_interval
-    from azjax.selfplay_stats import wdl
+    from azjax.play.arena import elo_from_score, wilson_interval
+    from azjax.play.selfplay_stats import wdl
 
     wins, draws, losses = wdl(outcome)
     n = wins + draws + losses
@@ -262,9 +262,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from azjax.checkpoint import script_command
     from azjax.cli import enable_compilation_cache
     from azjax.games import make_game
-    from azjax.material import DEFAULT_SCALE, adjudicate_by_material, material_evaluator
+    from azjax.play.material import DEFAULT_SCALE, adjudicate_by_material, material_evaluator
+    from azjax.play.selfplay_stats import temperature_agent
     from azjax.search import SearchSpec
-    from azjax.selfplay_stats import temperature_agent
 
     if args.games < 1:
         raise SystemExit("--games must be >= 1")

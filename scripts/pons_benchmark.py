@@ -4,13 +4,13 @@
     python scripts/pons_benchmark.py results/models/connect_four_quick:256:search=puct \\
         policy:results/models/connect_four_quick mcts:1000 --out results/pons_benchmark.json
 
-Agents are `azjax arena` specs (`azjax.arena_cli.parse_agent`): `PATH[:N][:search=puct|gumbel,n_scl=K]` a run
+Agents are `azjax arena` specs (`azjax.play.specs.parse_agent`): `PATH[:N][:search=puct|gumbel,n_scl=K]` a run
 directory or exported model searching N simulations (default `--simulations`), `policy:PATH` the raw
 network policy (no search), `mcts:N` rollout MCTS, `random`.
 
-Every position of a set is set up on device by replaying its moves (`azjax.selfplay_stats.replay_moves`)
+Every position of a set is set up on device by replaying its moves (`azjax.play.selfplay_stats.replay_moves`)
 and the agent moves in all of them in one batch (`--batch_size` splits a set). A move is an error when
-it changes the game-theoretic result (`azjax.benchmarks.grade_moves`); the JSON (`--out`) holds, per
+it changes the game-theoretic result (`azjax.play.benchmarks.grade_moves`); the JSON (`--out`) holds, per
 agent and set, the positions, errors, the error rate with its 95% Wilson interval, the same for
 not-optimal moves, and the exact command.
 """
@@ -29,7 +29,7 @@ DEFAULT_DATA = "/work/shared/benchmarks/connect_four_pons.jsonl"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from azjax.benchmarks import PONS_SETS
+    from azjax.play.benchmarks import PONS_SETS
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("agents", nargs="+", help="agent specs (PATH[:N][:search=...], policy:PATH, mcts:N, random)")
@@ -46,10 +46,10 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     import jax
 
-    from azjax.arena_cli import parse_agent
-    from azjax.benchmarks import grade_agent, load_pons
     from azjax.build import game_named as base_game
     from azjax.cli import enable_compilation_cache
+    from azjax.play.benchmarks import grade_agent, load_pons
+    from azjax.play.specs import parse_agent
 
     if not jax.config.jax_compilation_cache_dir:  # keep a cache the caller (e.g. the tests) set up
         enable_compilation_cache()

@@ -6,7 +6,7 @@ proves wins and losses in its tree), colours alternating, and writes the score w
     python scripts/vs_mcts_solver.py results/models/connect_four_quick:256:search=puct --games 100 \\
         --random_opening_plies 2 --out results/vs_mcts_solver.json
 
-The player is an `azjax arena` spec (`azjax.arena_cli.parse_agent`: `PATH[:N][:search=...,n_scl=K]`,
+The player is an `azjax arena` spec (`azjax.play.specs.parse_agent`: `PATH[:N][:search=...,n_scl=K]`,
 `policy:PATH`, `mcts:N`, `random`). The opponent is `open_spiel.python.algorithms.mcts.MCTSBot` with
 `solve=True`, a `RandomRolloutEvaluator` and `--simulations` simulations per move (`--uct_c`).
 
@@ -77,7 +77,7 @@ def play_vs_solver(game: Any, agent: Any, make_bot: Any, openings: list[list[str
 
     Args:
       game: azjax's Connect Four (`azjax.build.game_named("connect_four")`).
-      agent: an `azjax.agents.Agent`.
+      agent: an `azjax.play.agents.Agent`.
       make_bot: game index -> an object with `step(spiel_state) -> action` (e.g. an MCTSBot).
       openings: move strings ("1"-"7") per opening.
       key: PRNG key for the agent.
@@ -88,8 +88,8 @@ def play_vs_solver(game: Any, agent: Any, make_bot: Any, openings: list[list[str
     import jax
     import jax.numpy as jnp
 
-    from azjax.arena_cli import _jit_act
-    from azjax.engine import Position
+    from azjax.engines.engine import Position
+    from azjax.play.tournament import _jit_act
 
     pyspiel, _ = import_open_spiel()
     spiel_game = pyspiel.load_game("connect_four")
@@ -141,8 +141,8 @@ def play_vs_solver(game: Any, agent: Any, make_bot: Any, openings: list[list[str
 
 
 def summarize_games(games: list[SolverGame], name_a: str, name_b: str) -> Any:
-    """`azjax.arena.MatchResult` of the azjax player (A) from the games."""
-    from azjax.arena import MatchResult
+    """`azjax.play.arena.MatchResult` of the azjax player (A) from the games."""
+    from azjax.play.arena import MatchResult
 
     outcome = np.array([g.outcome for g in games])
     first = np.array([g.outcome for g in games if g.azjax_first])
@@ -169,9 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
 def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     import jax
 
-    from azjax.arena_cli import parse_agent, random_openings
     from azjax.build import game_named as base_game
     from azjax.cli import enable_compilation_cache
+    from azjax.play.specs import parse_agent
+    from azjax.play.tournament import random_openings
 
     pyspiel, mcts = import_open_spiel()
     if args.games < 2 or args.games % 2:

@@ -9,8 +9,11 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax import arena
-from azjax.agents import (
+from azjax.build import init_params, make_network
+from azjax.config import Config
+from azjax.games import GameState, make_game
+from azjax.play import arena
+from azjax.play.agents import (
     Agent,
     network_agent,
     policy_agent,
@@ -19,7 +22,7 @@ from azjax.agents import (
     rollout_mcts_agent,
     search_agent,
 )
-from azjax.arena import (
+from azjax.play.arena import (
     MatchResult,
     elo_from_score,
     fit_elo,
@@ -28,9 +31,6 @@ from azjax.arena import (
     score_from_elo,
     wilson_interval,
 )
-from azjax.build import init_params, make_network
-from azjax.config import Config
-from azjax.games import GameState, make_game
 from azjax.search import SearchSpec, network_evaluator
 
 

@@ -6,8 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.augment import augment
 from azjax.games import make_game
+from azjax.games.augment import augment
 
 
 def _marked(n_rows: int, n_cols: int, planes: int, num_actions: int, points: list[int],

@@ -3,8 +3,8 @@ evaluations and a resume compile no new step (counted from JAX's own compile eve
 
 from __future__ import annotations
 
-from azjax.compile_watch import STEP_FUNCTION, CompileWatch, watch_run_and_resume
 from azjax.config import preset
+from azjax.train.compile_watch import STEP_FUNCTION, CompileWatch, watch_run_and_resume
 
 
 def test_the_step_compiles_once_per_trainer_through_checkpoints_evaluations_and_a_resume(tmp_path, tiny_overrides):
@@ -25,7 +25,7 @@ def test_the_step_compiles_once_per_trainer_through_checkpoints_evaluations_and_
 
 def test_the_watch_sees_a_recompile(tiny_overrides):
     """The counter can fail: a step given a state of another dtype is built again, and counted."""
-    from azjax.loop import Trainer
+    from azjax.train.loop import Trainer
 
     with CompileWatch() as watch:
         trainer = Trainer(preset("connect_four", **tiny_overrides))

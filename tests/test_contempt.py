@@ -1,4 +1,4 @@
-"""Search-contempt (azjax/contempt.py, METHODS.md section 1).
+"""Search-contempt (azjax/search/contempt.py, METHODS.md section 1).
 
 Searches run on Connect Four with a fixed random linear evaluator (so visit counts are non-trivial)
 and on a hand-built synthetic game whose answers can be worked out. A recording `loop_fn` keeps the
@@ -17,15 +17,15 @@ import mctx
 import numpy as np
 import pytest
 
-from azjax.contempt import (
+from azjax.games import make_game
+from azjax.search import make_recurrent_fn, root_fn
+from azjax.search.contempt import (
     ContemptData,
     contempt_gumbel_muzero_policy,
     contempt_muzero_policy,
     contempt_stats,
     init_contempt_data,
 )
-from azjax.games import make_game
-from azjax.search import make_recurrent_fn, root_fn
 
 B = 3  # roots per batch
 S = 32  # simulations

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from azjax.games import GameState, chess_state_from_fen
-from azjax.material import adjudicate_by_material, capture_values, material_diff, material_evaluator
-from azjax.selfplay_stats import (
+from azjax.play.material import adjudicate_by_material, capture_values, material_diff, material_evaluator
+from azjax.play.selfplay_stats import (
     decisive_ratio,
     first_player_outcomes,
     json_float,
@@ -99,8 +99,8 @@ def _uniform_evaluator(params, states):
 def test_temperature_agent_matches_search():
     """tau = 0 plays the search's most-visited move; n_scl from the params acts like the static n_scl."""
     from azjax.games import make_game
+    from azjax.play.selfplay_stats import selfplay_params, temperature_agent
     from azjax.search import SearchSpec, root_visit_counts, run_search
-    from azjax.selfplay_stats import selfplay_params, temperature_agent
 
     game = make_game("connect_four")
     states = jax.vmap(game.init)(jax.random.split(jax.random.key(0), 4))

@@ -21,8 +21,8 @@ from azjax.build import make_network
 from azjax.checkpoint import save_config, save_params
 from azjax.cli import main
 from azjax.config import Config
+from azjax.engines.records import read_connect_four_record
 from azjax.games import make_game
-from azjax.records import read_connect_four_record
 
 VISITS = 4
 GNUGO = shutil.which("gnugo") or shutil.which("gnugo", path="/usr/games")

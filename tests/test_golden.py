@@ -24,8 +24,8 @@ import pytest
 
 from azjax.config import preset
 from azjax.games import make_game
-from azjax.loop import Trainer
 from azjax.search import SearchSpec, run_search
+from azjax.train.loop import Trainer
 
 DATA = Path(__file__).parent / "test_data"
 REGEN = os.environ.get("AZJAX_REGEN_GOLDEN") == "1"

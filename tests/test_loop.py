@@ -16,9 +16,9 @@ import pytest
 from azjax import replay as rb
 from azjax.checkpoint import CheckpointError, load_params
 from azjax.config import preset
-from azjax.loop import Trainer, loss_fn
 from azjax.methods.alphazero import OutcomeTargets, TanhValue
 from azjax.train import METRIC_COLUMNS, load_metrics, train
+from azjax.train.loop import Trainer, loss_fn
 
 
 def test_replay_fills_outcomes_of_ended_games_only():
@@ -133,7 +133,7 @@ def test_outcomes_and_root_values_are_from_the_view_of_each_entrys_player_to_mov
             last_z.append(r.value[mine[-1]])
             prev_z.append(r.value[mine[-2]])
             if r.value[mine[-1]] > 0:
-                last_q.append(r.root_value[mine[-1]])
+                last_q.append(r.extras["root_value"][mine[-1]])
     last_z, prev_z = np.array(last_z), np.array(prev_z)
     assert len(last_z) >= b and set(last_z) <= {0.0, 1.0} and (last_z == 1.0).any()
     np.testing.assert_array_equal(prev_z, -last_z)
@@ -214,7 +214,7 @@ SHARDED = textwrap.dedent("""
     os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
     import jax, numpy as np
     from azjax.config import preset
-    from azjax.loop import Trainer
+    from azjax.train.loop import Trainer
     assert jax.device_count() == 4
     cfg = preset("connect_four", num_envs=8, num_simulations=4, moves_per_step=4, replay_size=512,
                  min_replay_size=8, batch_size=8, sgd_steps_per_step=1, num_blocks=1, num_channels=8,

@@ -13,9 +13,9 @@ from azjax import build
 from azjax.build import init_params, make_network
 from azjax.config import preset
 from azjax.games import make_game
-from azjax.loop import Trainer
 from azjax.network import HeadConv, head_health
 from azjax.train import HeadWatch
+from azjax.train.loop import Trainer
 
 
 def _value_spread(trainer: Trainer, params, obs: jax.Array) -> float:

@@ -9,7 +9,7 @@ import chess.pgn
 import pytest
 from sgfmill import sgf
 
-from azjax.records import (
+from azjax.engines.records import (
     chess_pgn,
     connect_four_record,
     game_record,

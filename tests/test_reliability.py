@@ -19,16 +19,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import azjax.fuzz
+import azjax.engines.fuzz as fuzz
 from azjax import checkpoint as ckpt
 from azjax.cli import main
 from azjax.config import Config
-from azjax.engine import Engine, SearchResult
-from azjax.fuzz import check_gtp_reply, fuzz_gtp, fuzz_uci, make_untrained_model
-from azjax.gtp import GTPEngine, clean_line
-from azjax.uci import UCIEngine
+from azjax.engines.engine import Engine, SearchResult
+from azjax.engines.fuzz import check_gtp_reply, fuzz_gtp, fuzz_uci, make_untrained_model
+from azjax.engines.gtp import GTPEngine, clean_line
+from azjax.engines.uci import UCIEngine
 
-REPO = Path(azjax.fuzz.__file__).parents[1]
+REPO = Path(fuzz.__file__).parents[2]
 
 
 @pytest.fixture(scope="module")
@@ -115,7 +115,7 @@ def test_uci_prints_only_well_formed_lines_for_any_text(chess_engine, text):
     out = io.StringIO()
     UCIEngine(chess_engine, io.StringIO(), out).handle(text.strip())
     for line in out.getvalue().splitlines():
-        assert line.split(" ", 1)[0] in azjax.fuzz.UCI_KEYWORDS and not azjax.fuzz.CONTROL_CHARS.search(line), line
+        assert line.split(" ", 1)[0] in fuzz.UCI_KEYWORDS and not fuzz.CONTROL_CHARS.search(line), line
 
 
 def run_uci(engine: Engine, commands: list[str], timeout: float = 120.0) -> list[str]:
@@ -303,7 +303,7 @@ def test_resume_skips_a_damaged_newest_checkpoint_and_matches_an_uninterrupted_r
 
 
 def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics_and_parameters(tmp_path, tiny_overrides):
-    from azjax.soak import soak
+    from azjax.cli.soak import soak
 
     # Every field as a flag: the same config as the in-process tests, so the children reuse their compiles.
     overrides = Config(game="connect_four", **{**tiny_overrides, "checkpoint_every": 1}).to_dict()

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 from scipy import integrate, stats
 
-from azjax import sai
-from azjax import start_states as ss
 from azjax.config import Config, preset
 from azjax.games import Game, GameState, board_lead_black, make_game
+from azjax.methods import sai
+from azjax.methods import start_states as ss
 from azjax.search import ParentAwareEvaluator, SearchSpec, run_search
 
 GNUGO = "/usr/games/gnugo"
@@ -217,7 +217,7 @@ def test_sensible_child_value_with_a_white_parent_by_hand(go7: Game) -> None:
 
 def test_sai_loss_forms_the_value_from_alpha_beta_and_the_signed_komi() -> None:
     """v = 2 sigmoid(beta (alpha + kbar)) - 1 in the value loss; with kbar's sign flipped the loss differs."""
-    from azjax.loop import loss_fn
+    from azjax.train.loop import loss_fn
 
     logits = jnp.zeros((2, 3))
     alpha, beta = jnp.array([10.0, -3.0]), jnp.array([0.5, 0.2])
@@ -445,7 +445,7 @@ def test_sai_config_validation() -> None:
 
 
 def test_sai_loop_trains_with_komi_per_game_and_branches(sai_tiny_overrides: dict) -> None:
-    from azjax.loop import Trainer
+    from azjax.train.loop import Trainer
 
     cfg = preset("go_7x7", **sai_tiny_overrides)
     trainer = Trainer(cfg)

@@ -13,10 +13,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax.agents import Agent, policy_agent, random_agent
-from azjax.benchmarks import PONS_SETS, agent_moves, grade_agent, grade_moves, load_pons
 from azjax.build import game_named as base_game
-from azjax.selfplay_stats import replay_moves
+from azjax.play.agents import Agent, policy_agent, random_agent
+from azjax.play.benchmarks import PONS_SETS, agent_moves, grade_agent, grade_moves, load_pons
+from azjax.play.selfplay_stats import replay_moves
 
 ROOT = Path(__file__).resolve().parent.parent
 # The first 8 positions of each of Pons' sets (24 of begin_hard), from /work/shared/benchmarks.

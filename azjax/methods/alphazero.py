@@ -1,13 +1,13 @@
 """The loop's seams, and AlphaZero's behaviour as the default of each (METHODS.md section 0).
 
 A method changes the loop by implementing one or more of these seams; `azjax.build` picks the implementations
-from the config, and the loop (`azjax.loop`) calls only the seams, with no branch on any method:
+from the config, and the loop (`azjax.train.loop`) calls only the seams, with no branch on any method:
 
   * `ValueHead`: how network outputs become a value, for the search (an evaluator) and for the loss, and what
     the loss needs kept per position. AlphaZero: the tanh head as it is (`TanhValue`). SAI: the sigmoid in
-    the komi (`azjax.sai.SigmoidKomiValue`).
+    the komi (`azjax.methods.sai.SigmoidKomiValue`).
   * `GameStarts`: where a restarting slot's game comes from. AlphaZero: `game.init` (`NewGames`). SAI: a komi
-    drawn from the empty board's sigmoid, and branch starts queued from finished games (`azjax.sai.KomiStarts`).
+    drawn from the empty board's sigmoid, and branch starts queued from finished games (`azjax.methods.sai.KomiStarts`).
     Go-Exploit would draw from an archive of visited states here.
   * `Targets`: what the replay records per position from the search, how a finished game turns its positions
     into value targets, which positions are trained on, and the value target of a sampled position.
@@ -15,7 +15,7 @@ from the config, and the loop (`azjax.loop`) calls only the seams, with no branc
     TDLeaf(lambda) would record the principal variation's leaf value and form lambda-returns at game end;
     playout-cap randomisation would record which moves had the full search and train on those only.
   * The search policy is the fourth seam: `azjax.search.run_search` over a `SearchSpec` (search-contempt is
-    its `n_scl`, `azjax.contempt`).
+    its `n_scl`, `azjax.search.contempt`).
 
 Per-position records are dicts of [B] arrays, kept in the replay under their names (`Replay.extras`).
 """

@@ -1,49 +1,11 @@
-"""`azjax arena`: round robins and gauntlets among checkpoints, baselines and external engines.
-
-    azjax arena runs/a:64 runs/b:64 mcts:200 random --games 20 --out_dir results/arena/x
-    azjax arena runs/go9:8 "gtp:/usr/games/gnugo --mode gtp --level 1 --chinese-rules --capture-all-dead" \
-        --games 10 --gauntlet
-    azjax arena runs/chess:32 "uci:stockfish:skill=0,movetime=10" --games 10 --max_plies 200
-
-Agents:
-  * `PATH[:N][:key=value,...]`: a run directory or exported model searching N simulations
-    (default `--simulations`); keys `n_scl` (0 = off) and `search` (puct / gumbel);
-  * `policy:PATH`: the raw policy; `random`; `mcts:N` (rollout MCTS);
-  * `gtp:COMMAND ...`: a GTP program (any game whose notation it speaks; GNU Go for Go, or
-    `azjax gtp --checkpoint DIR` for every game);
-  * `uci:COMMAND[:key=value,...]`: a UCI chess program; keys `skill` (Stockfish's Skill Level),
-    `movetime` (ms, default 100), `nodes`, `depth`; other keys are sent as `setoption`s;
-  * `NAME=SPEC` names an agent explicitly (default: a short name derived from the spec).
-
-Games: every pairing plays `--games` games (even): `--games / 2` openings, each played twice with
-colours swapped ("A first" means A moves first after the opening). Openings are `--random_opening_plies
-K` uniformly random legal moves (drawn once, shared by every pairing) or lines of `--openings FILE`
-(one position per line, as `azjax analyze --positions`: moves in the game's notation, for chess
-also a FEN, optionally followed by `moves ...`), cycled. Pairings of two JAX agents play all their
-games in one jitted batch (`play_games_from`, the arena's batched loop started from the opening
-positions); a pairing with an external engine plays one game at a time on the host.
-
-Go is scored by Tromp-Taylor area rules on the final board (dead stones are not removed), so GNU Go
-should run with `--chinese-rules --capture-all-dead` (it then captures dead stones before passing).
-Chess games start from the standard position (odds starts: give FEN lines in `--openings`).
-
-`--max_plies` caps a game (counted from the game start, openings included): Go is then scored by
-area (Tromp-Taylor minus komi), chess and Connect Four are adjudicated draws (`unfinished`).
-Games are saved under `--out_dir` (SGF for Go, PGN for chess, text for Connect Four), and
-`results.json` holds every pairing (arena.MatchResult fields) and the Elo fit (azjax.arena.fit_elo,
-anchored at the first agent, ratings with standard errors and 95% intervals = +-1.96 se).
+"""Tournaments: pairings of players (JAX agents in jitted batches, external engines on the host), openings,
+game records and the results table behind `azjax arena` (`azjax.cli.arena`, whose docstring has the details).
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
-import itertools
-import json
-import shlex
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -51,14 +13,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.agents import ActFn, Agent
-from azjax.arena import Z95, GameRecords, MatchResult, fit_elo, play_from, round_robin_results
-from azjax.build import game_named
-from azjax.engine import Engine, Position, color_to_move, parse_position
-from azjax.external import EngineError, GTPClient, UCIClient
+from azjax.engines.engine import Engine, Position, color_to_move, parse_position
+from azjax.engines.external import EngineError, GTPClient, UCIClient
+from azjax.engines.records import result_string, write_record
 from azjax.games import STANDARD_FEN, Game, GameState, Go
-from azjax.records import result_string, write_record
-from azjax.specs import ArenaAgent, parse_agent, spec_game
+from azjax.play.agents import ActFn, Agent
+from azjax.play.arena import GameRecords, MatchResult, play_from
+from azjax.play.specs import ArenaAgent
 
 # ---------------------------------------------------------------- openings
 
@@ -124,7 +85,7 @@ def setup_openings(game: Game, lines: list[str]) -> list[Opening]:
 
 def _play_from(game: Game, act_a: ActFn, act_b: ActFn, params_a: Any, params_b: Any, key: jax.Array,
                states: GameState, max_plies: jax.Array) -> tuple[GameRecords, jax.Array]:
-    """`azjax.arena.play_from`, and for Go Black's area lead minus komi of the final boards (0 for other games)."""
+    """`azjax.play.arena.play_from`, and for Go Black's area lead minus komi of the final boards (0 for other games)."""
     records, final = play_from(game, act_a, act_b, params_a, params_b, key, states, max_plies)
     if isinstance(game, Go):
         score = jax.vmap(game.black_margin)(final)
@@ -424,125 +385,3 @@ def save_games(out_dir: Path, game: Game, a: ArenaAgent, b: ArenaAgent, games: l
 
 def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:40]
-
-
-# ---------------------------------------------------------------- the command
-
-
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    if args.games < 2 or args.games % 2:
-        raise ValueError(f"--games must be a positive even number (colours alternate), got {args.games}")
-    if len(args.agents) < 2:
-        raise ValueError("the arena needs at least two agents")
-    game_name = args.game
-    for spec in args.agents:
-        g = spec_game(spec)
-        if g is not None:
-            if game_name is not None and g != game_name:
-                raise ValueError(f"agent {spec!r} plays {g}, not {game_name}")
-            game_name = g
-    if game_name is None:
-        raise ValueError("give --game (no agent fixes the game)")
-    agents = []
-    for spec in args.agents:
-        agent, _ = parse_agent(spec, game_name, args.simulations)
-        agents.append(agent)
-    names = [a.name for a in agents]
-    for i, a in enumerate(agents):  # unique names
-        if names.count(a.name) > 1:
-            a.name = f"{a.name}#{names[: i + 1].count(a.name)}"
-    names = [a.name for a in agents]
-    if any(a.kind == "uci" for a in agents) and game_name != "chess":
-        raise ValueError("UCI engines play chess only")
-    game = game_named(game_name, args.komi)
-    num_openings = args.games // 2
-    if args.openings:
-        lines = file_openings(game, args.openings, num_openings)
-    elif args.random_opening_plies > 0:
-        pos_lines = random_openings(game, num_openings, args.random_opening_plies, args.seed)
-        lines = [" ".join(m) for m in pos_lines]
-    else:
-        lines = [""] * num_openings
-    openings = setup_openings(game, lines)
-    max_plies = args.max_plies or game.max_moves
-    if args.gauntlet:
-        pairs = [(0, j) for j in range(1, len(agents))]
-    else:
-        pairs = list(itertools.combinations(range(len(agents)), 2))
-    out_dir = Path(args.out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    players = {a.name: HostPlayer(a, game, args.seed + i) for i, a in enumerate(agents)}
-    results: list[MatchResult] = []
-    t0 = time.perf_counter()
-    try:
-        for k, (i, j) in enumerate(pairs):
-            a, b = agents[i], agents[j]
-            t1 = time.perf_counter()
-            games = play_pairing(game, a, b, openings, max_plies, args.seed + 1000 * k, players, args.batch_size)
-            result = summarize_games(a.name, b.name, games)
-            results.append(result)
-            if not args.no_save:
-                save_games(out_dir, game, a, b, games, k)
-            print(f"{result}  ({time.perf_counter() - t1:.1f}s)", flush=True)
-    except EngineError as e:  # an engine that cannot start or set up a game: a usage problem
-        raise ValueError(str(e)) from e
-    finally:
-        for p in players.values():
-            p.close()
-    fit = fit_elo(names, round_robin_results(results), prior_draws=args.prior_draws)
-    elo = {n: dict(rating=fit.ratings[n], stderr=fit.stderr[n], low=fit.ratings[n] - Z95 * fit.stderr[n],
-                   high=fit.ratings[n] + Z95 * fit.stderr[n]) for n in names}
-    summary = dict(
-        game=game_name, agents={a.name: a.spec for a in agents}, games_per_pairing=args.games,
-        random_opening_plies=args.random_opening_plies, openings=args.openings, max_plies=max_plies,
-        pairings=[r.to_dict() for r in results], elo=elo, anchor=fit.anchor, prior_draws=args.prior_draws,
-        seconds=round(time.perf_counter() - t0, 1), command="azjax " + " ".join(shlex.quote(x) for x in sys.argv[1:]),
-    )  # fmt: skip
-    print_table(summary)
-    (out_dir / "results.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    print(f"wrote {out_dir / 'results.json'}" + ("" if args.no_save else f" and games under {out_dir / 'games'}"))
-    return summary
-
-
-def print_table(summary: dict[str, Any]) -> None:
-    elo = summary["elo"]
-    width = max(len(n) for n in elo) + 2
-    print(f"\n{'agent':<{width}} {'Elo':>7} {'95% CI':>17}   games  score")
-    points: dict[str, float] = {n: 0.0 for n in elo}
-    played: dict[str, int] = {n: 0 for n in elo}
-    for p in summary["pairings"]:
-        pa = p["wins"] + 0.5 * p["draws"]
-        points[p["name_a"]] += pa
-        points[p["name_b"]] += p["games"] - pa
-        played[p["name_a"]] += p["games"]
-        played[p["name_b"]] += p["games"]
-    for n, e in sorted(elo.items(), key=lambda kv: -kv[1]["rating"]):
-        ci = f"[{e['low']:+.0f}, {e['high']:+.0f}]"
-        score = points[n] / max(played[n], 1)
-        print(f"{n:<{width}} {e['rating']:+7.0f} {ci:>17}   {played[n]:5d}  {score:.3f}")
-    print(f"(anchor {summary['anchor']} = 0; CI = rating +- 1.96 standard errors)")
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.description = __doc__
-    p.formatter_class = argparse.RawDescriptionHelpFormatter
-    p.add_argument("agents", nargs="+", help="agent specs (see above)")
-    p.add_argument("--game", default=None, help="needed when no agent is a checkpoint")
-    p.add_argument("--games", type=int, default=10, help="games per pairing (even)")
-    p.add_argument("--gauntlet", action="store_true", help="the first agent against each other (default: round robin)")
-    p.add_argument("--simulations", type=int, default=64, help="search budget of checkpoint agents without :N")
-    p.add_argument("--random_opening_plies", type=int, default=0, help="K random legal first moves per opening")
-    p.add_argument("--openings", default=None, help="file of opening positions, one per line")
-    p.add_argument("--max_plies", type=int, default=None, help="cap on a game's length (default: the game's own)")
-    p.add_argument("--komi", type=float, default=None, help="Go: komi (default: the game's)")
-    p.add_argument("--batch_size", type=int, default=None, help="JAX pairings: games per jitted batch (default all)")
-    p.add_argument("--prior_draws", type=float, default=1.0,
-                   help="virtual draws per pairing in the Elo fit (keeps perfect scores finite)")
-    p.add_argument("--out_dir", default="results/arena", help="results.json and games/ go here")
-    p.add_argument("--no_save", action="store_true", help="do not write game records")
-    p.add_argument("--seed", type=int, default=0)
-
-
-def main(args: argparse.Namespace) -> int:
-    run(args)
-    return 0

@@ -38,8 +38,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from azjax.agents import ActFn, Agent
 from azjax.games import Game, GameState
+from azjax.play.agents import ActFn, Agent
 from azjax.search import Evaluator, SearchSpec, choose_move, run_search
 
 # ---------------------------------------------------------------- measures (numpy)

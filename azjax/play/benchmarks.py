@@ -1,7 +1,7 @@
 """Pascal Pons' Connect Four test sets: load them, set the positions up on device, grade moves.
 
     sets = load_pons("connect_four_pons.jsonl")              # {"begin_hard": PonsSet, ...}
-    states = replay_moves(game, sets["begin_hard"].moves)     # GameState [N] (azjax.selfplay_stats)
+    states = replay_moves(game, sets["begin_hard"].moves)     # GameState [N] (azjax.play.selfplay_stats)
     grade = grade_agent(game, agent, sets["begin_hard"], key) # every position searched in one batch
 
 Each line of the file is `{"set": ..., "moves": "4453", "score": s, "move_scores": {"1": s1, ..., "7": s7}}`:
@@ -24,11 +24,11 @@ from typing import Any
 import jax
 import numpy as np
 
-from azjax.agents import Agent
-from azjax.arena import wilson_interval
-from azjax.arena_cli import _jit_act  # one jitted act per agent, shared with the arena
 from azjax.games import Game
-from azjax.selfplay_stats import replay_moves
+from azjax.play.agents import Agent
+from azjax.play.arena import wilson_interval
+from azjax.play.selfplay_stats import replay_moves
+from azjax.play.tournament import _jit_act  # one jitted act per agent, shared with the arena
 
 PONS_SETS = ("begin_easy", "begin_medium", "begin_hard", "middle_easy", "middle_medium", "end_easy")
 COLUMNS = 7
@@ -146,7 +146,7 @@ def agent_moves(
     game: Game, agent: Agent, moves: np.ndarray, key: jax.Array, batch_size: int | None = None
 ) -> np.ndarray:
     """int32 [N]: the agent's move in each position given by `moves` (int [N, L]: pgx actions from the
-    start, -1 after the last; `azjax.selfplay_stats.replay_moves` sets them up on device).
+    start, -1 after the last; `azjax.play.selfplay_stats.replay_moves` sets them up on device).
 
     Positions go through `agent.act` in batches of `batch_size` (default: all N at once); the last
     batch is padded to full size so that every batch runs the same compiled program.

@@ -164,6 +164,13 @@ def read_connect_four_record(text: str) -> dict[str, Any]:
 # ---------------------------------------------------------------- results and files
 
 
+def format_go_score(black_minus_komi: float) -> str:
+    """`B+3.5`, `W+0.5` or `0` (GTP's final_score, SGF's RE)."""
+    if black_minus_komi == 0:
+        return "0"
+    return f"B+{black_minus_komi:g}" if black_minus_komi > 0 else f"W+{-black_minus_komi:g}"
+
+
 def result_string(game_name: str, first_score: float | None, *, go_black_minus_komi: float | None = None,
                   reason: str = "") -> str:
     """The record's result tag from the first mover's score (+1, 0, -1; None = unfinished).
@@ -178,8 +185,6 @@ def result_string(game_name: str, first_score: float | None, *, go_black_minus_k
             winner = "B" if first_score > 0 else "W"
             return f"{winner}+{'R' if reason == 'resign' else 'F'}"
         if go_black_minus_komi is not None:
-            from azjax.gtp import format_go_score
-
             return format_go_score(go_black_minus_komi)
         return "0" if first_score == 0 else ("B+" if first_score > 0 else "W+")
     if first_score is None:

@@ -44,9 +44,9 @@ import threading
 import time
 from typing import TextIO
 
-from azjax.engine import Engine, SearchResult, format_table
+from azjax.engines.engine import Engine, SearchResult, format_table
+from azjax.engines.gtp import engine_streams, one_line
 from azjax.games import STANDARD_FEN
-from azjax.gtp import engine_streams, one_line
 
 MAX_INFINITE_FACTOR = 16
 # mctx keeps dense [visits + 1, 4672] arrays per search tree: 8192 visits are ~1 GB of tree on the device.

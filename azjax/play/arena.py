@@ -24,8 +24,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from azjax.agents import ActFn, Agent
 from azjax.games import Game, GameState
+from azjax.play.agents import ActFn, Agent
 
 ELO_SCALE = 400.0 / math.log(10.0)  # Elo points per natural-log odds unit
 Z95 = 1.959963984540054

@@ -6,7 +6,7 @@
     result = engine.search()               # a SearchResult: best move, value, cp (chess), PV, table
     engine.play_action(result.best_action); engine.undo()
 
-The GTP, UCI and analysis front ends (`azjax.gtp`, `azjax.uci`, `azjax.analyze`) and the arena's
+The GTP, UCI and analysis front ends (`azjax.engines.gtp`, `azjax.engines.uci`, `azjax.cli.analyze`) and the arena's
 checkpoint players share this class. The position is the start state (game start with a komi, or a
 chess FEN) plus the list of actions played; `undo` pops the last one.
 

@@ -33,8 +33,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from azjax import start_states as ss
 from azjax.games import Game, GameState
+from azjax.methods import start_states as ss
 from azjax.search import Evaluator, ParentAwareEvaluator
 
 Array = jax.Array
@@ -310,7 +310,7 @@ class SlotStarts:
 class KomiStarts:
     """SAI's game starts: new games draw their komi from the empty board's sigmoid (a share keeps the official
     komi); positions of finished standard games branch, with an even komi, into a start-state queue
-    (`azjax.start_states`) that restarting slots draw from before starting a new game.
+    (`azjax.methods.start_states`) that restarting slots draw from before starting a new game.
 
     heads: the network's heads (`network_heads`); max_komi: the largest |komi| drawn (intersections + 0.5).
     """

@@ -11,7 +11,7 @@ For each game, at one network and one (batch, simulations) setting:
 
 The three are timed in interleaved rounds and the median of each is kept.
 
-    python -m azjax.bench --game connect_four --game go_9x9 --out results/bench_selfplay.json
+    python -m azjax.train.bench --game connect_four --game go_9x9 --out results/bench_selfplay.json
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import jax.numpy as jnp
 import mctx
 
 from azjax.config import Config, preset
-from azjax.loop import Trainer
 from azjax.search import make_recurrent_fn, mask_logits
+from azjax.train.loop import Trainer
 
 
 def _time(fn: Callable[[], Any]) -> float:

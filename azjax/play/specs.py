@@ -18,11 +18,11 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from azjax import agents
-from azjax.agents import Agent
 from azjax.build import board_game, game_named, load_model, make_evaluator
 from azjax.checkpoint import load_config
-from azjax.external import resolve_command
+from azjax.engines.external import resolve_command
+from azjax.play import agents
+from azjax.play.agents import Agent
 
 
 @dataclasses.dataclass
@@ -36,7 +36,7 @@ class ArenaAgent:
     argv: list[str] = dataclasses.field(default_factory=list)
     options: dict[str, Any] = dataclasses.field(default_factory=dict)  # uci: setoption values
     go: dict[str, int] = dataclasses.field(default_factory=dict)  # uci: movetime / nodes / depth
-    checkpoint: str | None = None  # checkpoint agents: host games use an azjax.engine.Engine
+    checkpoint: str | None = None  # checkpoint agents: host games use an azjax.engines.engine.Engine
     visits: int = 0
     n_scl: int | None = None
     search: str | None = None

@@ -46,10 +46,10 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from azjax import replay as rb
-from azjax.augment import augment
 from azjax.build import config_game, game_starts, init_params, make_network, search_spec, targets, value_head
 from azjax.config import Config
 from azjax.games import Game, GameState
+from azjax.games.augment import augment
 from azjax.methods.alphazero import GameStarts, Records, Targets, ValueHead
 from azjax.network import PolicyValueNet, head_health
 from azjax.search import SearchSpec, choose_move, root_visit_counts, run_search

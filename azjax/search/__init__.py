@@ -29,8 +29,8 @@ import jax
 import jax.numpy as jnp
 import mctx
 
-from azjax.contempt import contempt_gumbel_muzero_policy, contempt_muzero_policy
 from azjax.games import Game, GameState
+from azjax.search.contempt import contempt_gumbel_muzero_policy, contempt_muzero_policy
 
 Evaluator = Callable[[Any, GameState], tuple[jax.Array, jax.Array]]
 

@@ -2,7 +2,7 @@
 
     report = soak(workdir, overrides, kills=20, seed=0)
 
-The runs are `azjax train` processes started through `python -m azjax.soak child ARGS...`, which runs
+The runs are `azjax train` processes started through `python -m azjax.cli.soak child ARGS...`, which runs
 the real command line after wrapping three functions of the host driver so that they print phase
 markers on stdout (`@@phase begin|end NAME STEP`): the loop step (`Trainer.step`, synchronised so that
 the marker spans the device work), the periodic evaluation (`azjax.train.evaluate`) and the checkpoint
@@ -51,7 +51,7 @@ def _install_markers() -> None:
     import jax
 
     import azjax.train as train_mod
-    from azjax.loop import Trainer
+    from azjax.train.loop import Trainer
 
     counter = {"step": None}
 
@@ -103,7 +103,7 @@ class Child:
     """One `azjax train` process with a reader thread collecting its output lines."""
 
     def __init__(self, args: list[str], env: dict[str, str], log_file: Path):
-        self.proc = subprocess.Popen([sys.executable, "-m", "azjax.soak", "child", *args], stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "azjax.cli.soak", "child", *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, env=env, text=True, bufsize=1)
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.log = open(log_file, "a")  # noqa: SIM115
@@ -166,7 +166,7 @@ def soak(workdir: str | Path, overrides: dict[str, Any], kills: int = 20, seed: 
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ if env is None else env)
-    env["PYTHONPATH"] = str(Path(__file__).parents[1])  # the children run this azjax
+    env["PYTHONPATH"] = str(Path(__file__).parents[2])  # the children run this azjax
     rng = random.Random(seed)
     t0 = time.perf_counter()
     log_file = workdir / "soak.log"
@@ -312,7 +312,7 @@ def _segment(child: Child, target: tuple[str, int, float] | None,
 def _compare(ref_dir: Path, run_dir: Path, ref_rows: list[dict[str, str]]) -> dict[str, Any]:
     """The soak run against the reference: loop metrics, evaluations, parameters, checkpoints."""
     from azjax.checkpoint import ORBAX_TMP_MARK, StateCheckpointer
-    from azjax.sai import KomiStarts
+    from azjax.methods.sai import KomiStarts
     from azjax.train import METRIC_COLUMNS
 
     loop_columns = [c for c in ref_rows[0] if c in METRIC_COLUMNS or c in KomiStarts.columns]
@@ -348,4 +348,4 @@ def _compare(ref_dir: Path, run_dir: Path, ref_rows: list[dict[str, str]]) -> di
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "child":
         sys.exit(child_main(sys.argv[2:]))
-    sys.exit("usage: python -m azjax.soak child AZJAX_ARGS... (see scripts/soak_resume.py)")
+    sys.exit("usage: python -m azjax.cli.soak child AZJAX_ARGS... (see scripts/soak_resume.py)")

@@ -18,7 +18,8 @@ from typing import Any
 
 import jax
 
-from azjax.loop import Trainer
+from azjax.train import train
+from azjax.train.loop import Trainer
 
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 STEP_FUNCTION = "jit(_step_local)"  # the name JAX gives the loop step (Trainer._step)
@@ -88,7 +89,6 @@ class CompileWatch:
 def watch_run_and_resume(config: Any, run_dir: Any, stop_after: int) -> CompileWatch:
     """Trains `config` for `stop_after` steps (stopping with a checkpoint), resumes to the end, and
     returns what compiled when."""
-    from azjax.train import train
 
     with CompileWatch() as watch:
         train(config, run_dir, progress=False, stop_after=stop_after)

@@ -39,7 +39,8 @@ import sys
 from collections.abc import Callable
 from typing import TextIO
 
-from azjax.engine import Engine
+from azjax.engines.engine import Engine
+from azjax.engines.records import format_go_score
 
 VERSION = "0.1.0"
 COMMANDS = (
@@ -286,13 +287,6 @@ class GTPEngine:
             lines.append(f"info move {move} visits {s.n} winrate {winrate} prior {int(round(10000 * s.p))} "
                          f"lcb {winrate} order {order} pv {pv}")
         return "\n" + "\n".join(lines)
-
-
-def format_go_score(black_minus_komi: float) -> str:
-    """`B+3.5`, `W+0.5` or `0` (GTP's final_score, SGF's RE)."""
-    if black_minus_komi == 0:
-        return "0"
-    return f"B+{black_minus_komi:g}" if black_minus_komi > 0 else f"W+{-black_minus_komi:g}"
 
 
 def main(args: argparse.Namespace, inp: TextIO | None = None, out: TextIO | None = None) -> int:

@@ -35,6 +35,10 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from azjax.build import game_named, make_network
+from azjax.checkpoint import save_config, save_params
+from azjax.config import Config
+
 PROBE_ID = 987654321  # GTP id of the probe; the fuzz never sends it
 GTP_COMMANDS = (
     "protocol_version", "name", "version", "known_command", "list_commands", "boardsize", "clear_board",
@@ -147,10 +151,6 @@ def make_untrained_model(path: str | Any, game: str, search: str = "gumbel", vis
     import jax
     import jax.numpy as jnp
     import numpy as np
-
-    from azjax.build import game_named, make_network
-    from azjax.checkpoint import save_config, save_params
-    from azjax.config import Config
 
     config = Config(game=game, num_blocks=1, num_channels=8, eval_simulations=visits, search=search)
     g = game_named(game)

@@ -5,7 +5,7 @@
     azjax analyze --checkpoint DIR --positions FILE --out FILE.jsonl [--batch_size 64]
     azjax analyze --game go_7x7 --checkpoint SAI_MODEL --moves "D4 E5" [--komi 7.5]
 
-One position: prints the board, lc0's verbose move statistics (see azjax.engine), the value of
+One position: prints the board, lc0's verbose move statistics (see azjax.engines.engine), the value of
 the player to move (the chosen move's Q) and, for chess, centipawns. A SAI checkpoint
 (value_head="sai", Go) also prints its score read-out: the estimated score lead, beta, the winrate at
 the game's komi and a table of Black's winrate against komi (with --json: a "sai" object).
@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from azjax.build import sai_readout
-from azjax.engine import Engine, Position, SearchResult, format_table, parse_position
-from azjax.sai import readout_lines
+from azjax.engines.engine import Engine, Position, SearchResult, format_table, parse_position
+from azjax.methods.sai import readout_lines
 
 
 def result_json(line: str, r: SearchResult) -> dict[str, Any]:

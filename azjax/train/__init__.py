@@ -25,7 +25,10 @@ import jax
 from azjax import checkpoint as ckpt
 from azjax import hosts
 from azjax.config import Config
-from azjax.loop import LoopState, Trainer
+from azjax.play.agents import network_agent, rollout_mcts_agent
+from azjax.play.arena import match
+from azjax.train.loop import LoopState, Trainer
+from azjax.train.plots import plot_run
 
 # Columns of metrics.csv. The first group is what the loop computes (identical across a resume);
 # the timing group depends on the machine.
@@ -171,8 +174,6 @@ class HeadWatch:
 
 def evaluate(config: Config, trainer: Trainer, params: Any, step: int) -> dict[str, Any]:
     """The network + search against rollout MCTS (colours alternating)."""
-    from azjax.agents import network_agent, rollout_mcts_agent
-    from azjax.arena import match
 
     agent = network_agent(config, trainer.game, params, num_simulations=config.eval_simulations)
     opponent = rollout_mcts_agent(trainer.game, config.eval_opponent_simulations)
@@ -304,7 +305,6 @@ def _checkpoint(run_dir: Path, checkpointer: ckpt.StateCheckpointer, step: int, 
     if not hosts.is_primary():  # the other hosts hold the same replicated parameters and metrics
         return
     ckpt.save_params(run_dir, state.params)
-    from azjax.plots import plot_run
 
     plot_run(run_dir, log.rows, log.evals)
 

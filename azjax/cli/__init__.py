@@ -116,8 +116,8 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 def jax_agent(spec: str, game_name: str | None, simulations: int, search: str | None = None,
               n_scl: int | None = None) -> tuple[Any, str]:
-    """An agent of `azjax eval` from its spec (`azjax.specs`: JAX players only); returns (agent, game name)."""
-    from azjax.specs import parse_agent
+    """An agent of `azjax eval` from its spec (`azjax.play.specs`: JAX players only); returns (agent, game name)."""
+    from azjax.play.specs import parse_agent
 
     player, game = parse_agent(spec, game_name, simulations, search=search, n_scl=n_scl)
     if player.external or player.agent is None:
@@ -132,8 +132,8 @@ def jax_agent(spec: str, game_name: str | None, simulations: int, search: str | 
 def cmd_eval(args: argparse.Namespace) -> int:
     import jax
 
-    from azjax.arena import match
-    from azjax.specs import spec_game
+    from azjax.play.arena import match
+    from azjax.play.specs import spec_game
 
     game_name = args.game or spec_game(args.agent_a) or spec_game(args.agent_b)
     a, game_name = jax_agent(args.agent_a, game_name, args.simulations, args.search, args.n_scl)
@@ -167,8 +167,8 @@ def cmd_play(args: argparse.Namespace) -> int:
     import jax
     import numpy as np
 
-    from azjax.agents import network_agent
     from azjax.build import config_game, load_model
+    from azjax.play.agents import network_agent
 
     config, params = load_model(args.checkpoint)
     if args.n_scl is not None:
@@ -218,7 +218,7 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from azjax.bench import main as bench_main
+    from azjax.train.bench import main as bench_main
 
     argv = []
     for g in args.game:
@@ -247,25 +247,25 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_gtp(args: argparse.Namespace) -> int:
-    from azjax.gtp import main as gtp_main
+    from azjax.engines.gtp import main as gtp_main
 
     return gtp_main(args)
 
 
 def cmd_uci(args: argparse.Namespace) -> int:
-    from azjax.uci import main as uci_main
+    from azjax.engines.uci import main as uci_main
 
     return uci_main(args)
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from azjax.analyze import main as analyze_main
+    from azjax.cli.analyze import main as analyze_main
 
     return analyze_main(args)
 
 
 def cmd_arena(args: argparse.Namespace) -> int:
-    from azjax.arena_cli import main as arena_main
+    from azjax.cli.arena import main as arena_main
 
     return arena_main(args)
 
@@ -330,8 +330,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--seed", type=int, default=0)
         p.set_defaults(func=cmd_gtp if name == "gtp" else cmd_uci)
 
-    from azjax.analyze import add_arguments as analyze_arguments
-    from azjax.arena_cli import add_arguments as arena_arguments
+    from azjax.cli.analyze import add_arguments as analyze_arguments
+    from azjax.cli.arena import add_arguments as arena_arguments
 
     p = sub.add_parser("analyze", help="search positions; per-move statistics (batched with --positions)")
     analyze_arguments(p)

@@ -1,0 +1,7 @@
+"""`python -m azjax.cli ...`: the `azjax` command line."""
+
+import sys
+
+from azjax.cli import main
+
+sys.exit(main())

@@ -1,0 +1,137 @@
+"""The package's layers, read from the imports of every module (ast; nothing is imported).
+
+    games/    the rules: imports nothing from azjax
+    search/   tree search over a game: imports games/ only
+    methods/  the loop's seams and the papers' methods: games/, search/ and the replay only
+    network.py, replay.py, config.py (pure leaves): no azjax import but the games registry (config)
+    build.py  the composition root: Config -> components; the one model loader
+    train/, play/, engines/  built on the above
+    cli/      argparse and printing; nothing imports it
+
+No import circles, and no azjax import inside a function body (the usual way to dodge a circle), except in
+cli/ (which imports a subcommand's machinery only when that subcommand runs, to start fast) and the lazy
+public API of `azjax/__init__.py`.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "azjax"
+
+# module prefix -> the azjax module prefixes it may import (its own prefix is always allowed)
+ALLOWED: dict[str, tuple[str, ...]] = {
+    "azjax.games": (),
+    "azjax.search": ("azjax.games",),
+    "azjax.methods": ("azjax.games", "azjax.search", "azjax.replay"),
+    "azjax.network": (),
+    "azjax.replay": (),
+    "azjax.config": ("azjax.games",),
+    "azjax.hosts": (),
+}
+LAZY_OK = ("azjax.cli", "azjax")  # modules whose function bodies may import azjax (see the docstring)
+
+
+def _module_name(file: Path) -> str:
+    parts = list(file.relative_to(ROOT.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str:
+    """The absolute module an `ImportFrom` names (relative imports resolved)."""
+    if node.level == 0:
+        return node.module or ""
+    base = module.split(".") if is_package else module.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
+def _imports(file: Path) -> list[tuple[str, bool, int]]:
+    """(imported azjax module, inside a function body?, line) for every azjax import of `file`."""
+    module = _module_name(file)
+    tree = ast.parse(file.read_text(), filename=str(file))
+    found: list[tuple[str, bool, int]] = []
+
+    def visit(node: ast.AST, in_function: bool, type_checking: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            inner = in_function or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+            checking = type_checking or (isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test))
+            if isinstance(child, ast.Import):
+                found.extend((a.name, in_function, child.lineno) for a in child.names if a.name.startswith("azjax"))
+            elif isinstance(child, ast.ImportFrom) and not checking:
+                target = _resolve(module, child, file.name == "__init__.py")
+                if target == "azjax" or target.startswith("azjax."):
+                    # `from azjax.methods import sai` imports the module azjax.methods.sai
+                    names = [f"{target}.{a.name}" if _is_module(f"{target}.{a.name}") else target for a in child.names]
+                    found.extend((n, in_function, child.lineno) for n in names)
+            visit(child, inner, checking)
+
+    visit(tree, False, False)
+    return found
+
+
+def _is_module(name: str) -> bool:
+    path = ROOT.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").exists() or (path / "__init__.py").exists()
+
+
+MODULES = {(_module_name(f)): f for f in sorted(ROOT.rglob("*.py"))}
+
+
+def _under(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def test_every_folder_is_a_package() -> None:
+    for folder in [p for p in ROOT.rglob("*") if p.is_dir() and p.name != "__pycache__"]:
+        assert (folder / "__init__.py").exists(), f"{folder} has no __init__.py"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_module_imports_only_its_lower_layers(module: str) -> None:
+    rules = [(p, allowed) for p, allowed in ALLOWED.items() if _under(module, p)]
+    for target, _, line in _imports(MODULES[module]):
+        if not _under(module, "azjax.cli"):
+            assert not _under(target, "azjax.cli"), f"{module}:{line} imports {target}: nothing imports cli/"
+        for prefix, allowed in rules:
+            ok = _under(target, prefix) or any(_under(target, a) for a in allowed)
+            assert ok, f"{module}:{line} imports {target}; {prefix} may import only {allowed or 'nothing'} from azjax"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_azjax_import_is_hidden_in_a_function(module: str) -> None:
+    if module in LAZY_OK or _under(module, "azjax.cli"):
+        return
+    hidden = [f"line {line}: {target}" for target, in_function, line in _imports(MODULES[module]) if in_function]
+    assert not hidden, f"{module} imports azjax inside functions: {hidden}"
+
+
+def test_there_are_no_import_circles() -> None:
+    graph = {m: {t for t, in_function, _ in _imports(f) if not in_function and t in MODULES and t != m}
+             for m, f in MODULES.items()}
+    # A package's __init__ is imported with each of its modules; its own imports of them are not a circle.
+    for m in graph:
+        graph[m] = {t for t in graph[m] if not _under(m, t) and not _under(t, m) or m == t}
+    state: dict[str, int] = {}  # 1 = on the stack, 2 = done
+    stack: list[str] = []
+
+    def visit(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for t in sorted(graph[m]):
+            if state.get(t) == 1:
+                cycle = stack[stack.index(t):] + [t]
+                raise AssertionError("import circle: " + " -> ".join(cycle))
+            if t not in state:
+                visit(t)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m)
