@@ -88,7 +88,7 @@ def play_vs_solver(game: Any, agent: Any, make_bot: Any, openings: list[list[str
     import jax
     import jax.numpy as jnp
 
-    from azjax.engines.engine import Position
+    from azjax.engines.position import Position
     from azjax.play.tournament import _jit_act
 
     pyspiel, _ = import_open_spiel()

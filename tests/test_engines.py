@@ -20,8 +20,9 @@ from azjax.build import make_network
 from azjax.checkpoint import save_config, save_params
 from azjax.cli import main
 from azjax.config import Config
-from azjax.engines.engine import Engine, cp_from_q, format_table
+from azjax.engines.engine import Engine
 from azjax.engines.gtp import GTPEngine
+from azjax.engines.lc0 import cp_from_q, format_table
 from azjax.engines.uci import UCIEngine
 from azjax.games import make_game
 

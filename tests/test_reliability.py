@@ -23,9 +23,10 @@ import azjax.engines.fuzz as fuzz
 from azjax import checkpoint as ckpt
 from azjax.cli import main
 from azjax.config import Config
-from azjax.engines.engine import Engine, SearchResult
+from azjax.engines.engine import Engine
 from azjax.engines.fuzz import check_gtp_reply, fuzz_gtp, fuzz_uci, make_untrained_model
 from azjax.engines.gtp import GTPEngine, clean_line
+from azjax.engines.lc0 import SearchResult
 from azjax.engines.uci import UCIEngine
 
 REPO = Path(fuzz.__file__).parents[2]

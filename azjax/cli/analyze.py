@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import Any
 
 from azjax.build import sai_readout
-from azjax.engines.engine import Engine, Position, SearchResult, format_table, parse_position
+from azjax.engines.engine import Engine
+from azjax.engines.lc0 import SearchResult, format_table
+from azjax.engines.position import Position, parse_position
 from azjax.methods.sai import readout_lines
 
 

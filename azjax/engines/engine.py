@@ -31,9 +31,7 @@ lc0 turns into centipawns: cp = 111.714640912 * tan(1.5620688421 * Q).
 
 from __future__ import annotations
 
-import dataclasses
 import functools
-import math
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -44,140 +42,11 @@ import numpy as np
 
 from azjax.build import board_game, cached_evaluator, load_model, search_spec
 from azjax.config import Config
-from azjax.games import (
-    ODDS_FENS,
-    STANDARD_FEN,
-    Chess,
-    Game,
-    GameState,
-    Go,
-    board_lead_black,
-    check_fen,
-    chess_state_from_fen,
-)
-from azjax.search import Evaluator, SearchSpec, run_search, searched_choice
-
-PB_C_BASE = 19652.0  # mctx's muzero_policy default
-PV_LENGTH = 16  # maximum principal-variation length read out of a search
-TOP_K_PV = 16  # root children (by visits) that get their own PV (lz-analyze)
-CP_SCALE, CP_ANGLE = 111.714640912, 1.5620688421
-
-
-def cp_from_q(q: float) -> float:
-    """lc0's centipawn mapping of Q in [-1, 1] (METHODS.md section 5)."""
-    q = max(-1.0, min(1.0, float(q)))
-    return CP_SCALE * math.tan(CP_ANGLE * q)
-
-
-@dataclasses.dataclass
-class MoveStat:
-    """One legal root move after a search (values from the root mover's view)."""
-
-    move: str
-    action: int
-    n: int
-    p: float
-    q: float
-    u: float
-    v: float | None
-    pv: list[str] = dataclasses.field(default_factory=list)  # this move first; only for the top children
-
-    @property
-    def q_plus_u(self) -> float:
-        return self.q + self.u
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(move=self.move, action=self.action, N=self.n, P=self.p, Q=self.q, U=self.u,
-                    QU=self.q_plus_u, V=self.v, pv=self.pv)
-
-
-@dataclasses.dataclass
-class SearchResult:
-    """A finished search of one position.
-
-    Attributes:
-      best_move, best_action: the move the engine plays (PUCT: most visits; Gumbel: the sequential
-        halving winner); "" and -1 when the game is over.
-      value: the chosen move's Q (root search value if unvisited), in [-1, 1], player to move's view.
-      root_value: the root's backed-up search value; net_value: the network's raw value of the root.
-      visits: total root child visits; stats: every legal move, sorted by N (most first), ties by P.
-      pv: the principal variation (chosen move, then the most-visited child at each level).
-      cp: centipawns from `value` (chess only, else None); seconds: wall time of the search call.
-    """
-
-    best_move: str
-    best_action: int
-    value: float
-    root_value: float
-    net_value: float
-    visits: int
-    stats: list[MoveStat]
-    pv: list[str]
-    cp: float | None
-    seconds: float
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["stats"] = [s.to_dict() for s in self.stats]
-        return d
-
-
-# ---------------------------------------------------------------- the jitted read-out
-
-
-def _pv_from(tree: Any, first: jax.Array, length: int) -> jax.Array:
-    """int32 [B, length]: `first` [B] then the most-visited child at each level, -1 where it stops."""
-    batch = jnp.arange(first.shape[0])
-    node = tree.children_index[batch, 0, first]
-    pv = jnp.full((first.shape[0], length), -1, jnp.int32).at[:, 0].set(first)
-    alive = tree.children_visits[batch, 0, first] > 0
-
-    def body(i: int, carry: tuple[jax.Array, jax.Array, jax.Array]):
-        pv, node, alive = carry
-        safe = jnp.maximum(node, 0)
-        visits = tree.children_visits[batch, safe]  # [B, A]
-        a = jnp.argmax(visits, axis=-1).astype(jnp.int32)
-        alive = alive & (node >= 0) & (visits[batch, a] > 0)
-        pv = pv.at[:, i].set(jnp.where(alive, a, -1))
-        node = jnp.where(alive, tree.children_index[batch, safe, a], -1)
-        return pv, node, alive
-
-    pv, _, _ = jax.lax.fori_loop(1, length, body, (pv, node, alive))
-    return pv
-
-
-def search_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator, params: Any, key: jax.Array,
-                      states: GameState) -> dict[str, jax.Array]:
-    """Runs `run_search` on `states` [B] and returns the root read-out (see the module docstring)."""
-    out = run_search(spec, game, evaluate, params, key, states)
-    tree = out.search_tree
-    batch = jnp.arange(states.legal_action_mask.shape[0])
-    legal = states.legal_action_mask
-    n = tree.children_visits[:, 0]  # [B, A]
-    logits = jnp.where(legal, tree.children_prior_logits[:, 0], -jnp.inf)
-    p = jax.nn.softmax(logits, axis=-1)
-    p = jnp.where(legal, p, 0.0)
-    root_value = tree.node_values[:, 0]
-    q_raw = tree.children_rewards[:, 0] + tree.children_discounts[:, 0] * tree.children_values[:, 0]
-    q = jnp.where(n > 0, q_raw, root_value[:, None])
-    n_parent = jnp.sum(n, axis=-1, keepdims=True).astype(jnp.float32)
-    c = spec.pb_c_init + jnp.log((n_parent + PB_C_BASE + 1.0) / PB_C_BASE)
-    u = c * p * jnp.sqrt(n_parent) / (1.0 + n)
-    child = tree.children_index[:, 0]  # [B, A]
-    expanded = child >= 0
-    child_raw = jnp.take_along_axis(tree.raw_values, jnp.maximum(child, 0), axis=1)
-    v = tree.children_rewards[:, 0] + tree.children_discounts[:, 0] * child_raw
-    best = searched_choice(spec, out)
-    best_q = jnp.where(n[batch, best] > 0, q_raw[batch, best], root_value)
-    k = min(TOP_K_PV, n.shape[-1])
-    _, top = jax.lax.top_k(n + 1e-6 * p, k)  # [B, K]
-    top = top.astype(jnp.int32)
-    top_pv = jax.vmap(lambda first: _pv_from(tree, first, PV_LENGTH), in_axes=1, out_axes=1)(top)
-    return dict(
-        n=n.astype(jnp.int32), p=p, q=q, u=u, v=v, expanded=expanded, best=best, best_q=best_q,
-        root_value=root_value, net_value=tree.raw_values[:, 0], pv=_pv_from(tree, best, PV_LENGTH),
-        top=top, top_pv=top_pv,
-    )  # fmt: skip
+from azjax.engines.lc0 import MoveStat, SearchResult, cp_from_q
+from azjax.engines.position import Position, _jitted_step, stack_states
+from azjax.games import ODDS_FENS, Game, GameState, check_fen
+from azjax.search import Evaluator, SearchSpec
+from azjax.search.readout import search_statistics
 
 
 @functools.cache
@@ -185,161 +54,7 @@ def _jitted_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator):
     return jax.jit(functools.partial(search_statistics, spec, game, evaluate))
 
 
-@functools.lru_cache(maxsize=64)
-def start_state(game: Game, komi: float = 0.0, fen: str | None = None) -> GameState:
-    """The start of a game: `game.init` with `komi` (Go), or a chess position from `fen` (cached: pgx's
-    eager init and FEN parsing take up to seconds)."""
-    if isinstance(game, Chess) and fen is not None and fen != STANDARD_FEN:
-        env = chess_state_from_fen(fen)
-        return GameState(env=env, komi=jnp.float32(0.0))
-    with jax.ensure_compile_time_eval():
-        return game.init(jax.random.key(0), komi=komi if isinstance(game, Go) else None)
-
-
-@functools.cache
-def _jitted_step(game: Game):
-    return jax.jit(game.step)
-
-
-def _stack(states: Sequence[GameState]) -> GameState:
-    return jax.tree.map(lambda *xs: jnp.stack(xs), *states)
-
-
 # ---------------------------------------------------------------- the engine
-
-
-class Position:
-    """A game position: the start (game start with a komi, or a chess FEN) plus the moves played.
-
-    Args:
-      game: the game (for chess, the standard-start game: other starts come from `fen`).
-      start_fen: chess only: the default start position of `reset`.
-    """
-
-    def __init__(self, game: Game, start_fen: str | None = None):
-        self.game = game
-        self.default_start_fen = (start_fen or STANDARD_FEN) if isinstance(game, Chess) else None
-        self.komi = float(game.komi)
-        self.start_fen = self.default_start_fen
-        self.actions: list[int] = []
-        self.moves: list[str] = []  # the actions in the game's notation
-        self.states: list[GameState] = []
-        self.reset()
-
-    @property
-    def is_go(self) -> bool:
-        return isinstance(self.game, Go)
-
-    @property
-    def is_chess(self) -> bool:
-        return isinstance(self.game, Chess)
-
-    @property
-    def state(self) -> GameState:
-        return self.states[-1]
-
-    def reset(self, *, komi: float | None = None, fen: str | None = None) -> None:
-        """A new game from the start (Go: with `komi`, default the current komi; chess: from `fen`,
-        default the checkpoint's start position). Raises ValueError for a bad komi or FEN."""
-        if komi is not None:
-            if not self.is_go:
-                raise ValueError(f"komi applies to Go only, not {self.game.name}")
-            komi = float(komi)
-            if not math.isfinite(komi) or abs(komi) > 2 * self.game.size ** 2:  # type: ignore[attr-defined]
-                raise ValueError(f"unreasonable komi {komi}")
-            self.komi = komi
-        if fen is not None and not self.is_chess:
-            raise ValueError(f"FEN positions apply to chess only, not {self.game.name}")
-        if self.is_chess:
-            self.start_fen = fen or self.default_start_fen
-        start = start_state(self.game, self.komi if self.is_go else 0.0, self.start_fen)
-        self.actions = []
-        self.moves = []
-        self.states = [start]
-
-    def set_komi(self, komi: float) -> None:
-        """Changes the komi of the current game, keeping its moves."""
-        actions = list(self.actions)
-        self.reset(komi=komi)
-        for a in actions:
-            self.play_action(a)
-
-    def set_position(self, moves: Sequence[str] = (), *, fen: str | None = None, komi: float | None = None) -> None:
-        """Start position plus moves in the game's notation; on error the position is unchanged."""
-        saved = (list(self.actions), list(self.moves), list(self.states), self.komi, self.start_fen)
-        try:
-            self.reset(fen=fen, komi=komi)
-            for m in moves:
-                self.play(m)
-        except ValueError:
-            self.actions, self.moves, self.states, self.komi, self.start_fen = saved
-            raise
-
-    def play(self, text: str) -> int:
-        """Plays a move in the game's notation; raises ValueError if malformed, illegal or the game is over."""
-        if self.is_over:
-            raise ValueError("the game is over")
-        action = self.game.parse_action(self.state, text)
-        self.play_action(action)
-        return action
-
-    def play_action(self, action: int) -> None:
-        if self.is_over:
-            raise ValueError("the game is over")
-        if not 0 <= int(action) < self.game.num_actions:
-            raise ValueError(f"no such action: {action}")
-        if not bool(np.asarray(self.state.legal_action_mask)[int(action)]):
-            raise ValueError(f"illegal move: {self.move_str(int(action))!r}")
-        move = self.move_str(int(action))
-        self.states.append(_jitted_step(self.game)(self.state, jnp.int32(action)))
-        self.actions.append(int(action))
-        self.moves.append(move)
-
-    def undo(self) -> None:
-        if not self.actions:
-            raise ValueError("no move to undo")
-        self.actions.pop()
-        self.moves.pop()
-        self.states.pop()
-
-    def move_str(self, action: int, state: GameState | None = None) -> str:
-        return self.game.action_to_str(self.state if state is None else state, int(action))
-
-    def move_history(self) -> list[str]:
-        return list(self.moves)
-
-    def legal_moves(self) -> list[str]:
-        legal = np.flatnonzero(np.asarray(self.state.legal_action_mask))
-        return [self.move_str(int(a)) for a in legal]
-
-    @property
-    def is_over(self) -> bool:
-        return bool(self.state.terminated)
-
-    def to_move(self) -> str:
-        """"b" or "w": Go's colours; chess: the side to move; Connect Four: "b" for the first player."""
-        return color_to_move(self.game, self.state, len(self.actions))
-
-    def render(self) -> str:
-        return self.game.render(self.state)
-
-    def fen(self) -> str:
-        if not self.is_chess:
-            raise ValueError(f"FEN applies to chess only, not {self.game.name}")
-        return self.game.fen(self.state)  # type: ignore[attr-defined]
-
-    def go_score(self) -> float:
-        """Go: Black's Tromp-Taylor area lead minus komi (positive: Black wins)."""
-        if not self.is_go:
-            raise ValueError(f"scoring applies to Go only, not {self.game.name}")
-        return float(board_lead_black(self.state.env._x, self.game.size)) - self.komi  # type: ignore[attr-defined]
-
-    def outcome(self) -> float | None:
-        """Finished games: the result for the player who moved first from the start (+1, 0, -1)."""
-        if not self.is_over:
-            return None
-        first = int(np.asarray(self.states[0].current_player))
-        return float(np.asarray(self.state.rewards)[first]) if len(self.states) > 1 else 0.0
 
 
 class Engine(Position):
@@ -426,7 +141,7 @@ class Engine(Position):
             padded = chunk + [chunk[-1]] * (batch_size - len(chunk))
             self.key, sub = jax.random.split(self.key)
             t0 = time.perf_counter()
-            out = jax.device_get(fn(self.params, sub, _stack(padded)))
+            out = jax.device_get(fn(self.params, sub, stack_states(padded)))
             seconds = time.perf_counter() - t0
             cache_key = (visits, batch_size)
             if cache_key in self._compiled:
@@ -503,52 +218,3 @@ class Engine(Position):
         while v * 2 <= self.visits and per_visit * v * 2 <= budget_s:
             v *= 2
         return v
-
-
-def parse_position(position: Position, line: str) -> None:
-    """Sets `position` from one line: moves in the game's notation from the start (spaces or commas
-    between them); for chess also `FEN`, `FEN moves m1 m2 ...`, `startpos moves ...`. Raises
-    ValueError (the position is then unchanged)."""
-    text = line.strip()
-    fen = None
-    if position.is_chess:
-        if text.startswith("startpos"):
-            text = text[len("startpos") :].strip()
-        elif "/" in text.split(" moves ")[0]:
-            fen, _, text = text.partition(" moves ")
-            fen = fen.strip()
-        if text.startswith("moves"):
-            text = text[len("moves") :]
-    moves = text.replace(",", " ").split()
-    position.set_position(moves, fen=fen)
-
-
-def color_to_move(game: Game, state: GameState, num_moves: int) -> str:
-    """"b" or "w" for the side to move (Connect Four: "b" = the first player)."""
-    if isinstance(game, Go):
-        return "b" if int(game.color_to_move(state)) == 0 else "w"
-    if isinstance(game, Chess):
-        return "w" if int(np.asarray(state.env._x.color)) == 0 else "b"
-    return "b" if num_moves % 2 == 0 else "w"
-
-
-def format_table(result: SearchResult, top: int | None = None, prefix: str = "", ascending: bool = False,
-                 node_line: bool = True) -> list[str]:
-    """lc0-style verbose move statistics, one line per move:
-
-        e2e4 (322 ) N:     128 (P: 10.01%) (Q:  0.05778) (U: 0.05111) (Q+U:  0.10889) (V:  0.0556)
-
-    `top` keeps the most-visited moves; `ascending` lists the most-visited last (lc0's order)."""
-    stats = result.stats[:top] if top else list(result.stats)
-    if ascending:
-        stats = stats[::-1]
-    width = max([len(s.move) for s in stats] + [4])
-    lines = []
-    for s in stats:
-        v = f"{s.v: .4f}" if s.v is not None else " -.----"
-        lines.append(f"{prefix}{s.move:<{width}} ({s.action:<4d}) N: {s.n:7d} (P: {100 * s.p:5.2f}%) "
-                     f"(Q: {s.q: .5f}) (U: {s.u:.5f}) (Q+U: {s.q_plus_u: .5f}) (V: {v})")
-    if node_line:
-        lines.append(f"{prefix}{'node':<{width}} (    ) N: {result.visits:7d} (Q: {result.root_value: .5f}) "
-                     f"(V: {result.net_value: .4f})")
-    return lines

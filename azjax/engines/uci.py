@@ -44,8 +44,9 @@ import threading
 import time
 from typing import TextIO
 
-from azjax.engines.engine import Engine, SearchResult, format_table
+from azjax.engines.engine import Engine
 from azjax.engines.gtp import engine_streams, one_line
+from azjax.engines.lc0 import SearchResult, format_table
 from azjax.games import STANDARD_FEN
 
 MAX_INFINITE_FACTOR = 16

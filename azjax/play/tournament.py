@@ -13,8 +13,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.engines.engine import Engine, Position, color_to_move, parse_position
+from azjax.engines.engine import Engine
 from azjax.engines.external import EngineError, GTPClient, UCIClient
+from azjax.engines.position import Position, color_to_move, parse_position
 from azjax.engines.records import result_string, write_record
 from azjax.games import STANDARD_FEN, Game, GameState, Go
 from azjax.play.agents import ActFn, Agent

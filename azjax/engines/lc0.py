@@ -1,0 +1,92 @@
+"""Leela Chess Zero's conventions for a finished search (METHODS.md section 5), on the host: the per-move
+statistics (`MoveStat`, `SearchResult`), their verbose table (`format_table`) and centipawns from Q (`cp_from_q`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+CP_SCALE, CP_ANGLE = 111.714640912, 1.5620688421
+
+
+def cp_from_q(q: float) -> float:
+    """lc0's centipawn mapping of Q in [-1, 1] (METHODS.md section 5)."""
+    q = max(-1.0, min(1.0, float(q)))
+    return CP_SCALE * math.tan(CP_ANGLE * q)
+
+
+@dataclasses.dataclass
+class MoveStat:
+    """One legal root move after a search (values from the root mover's view)."""
+
+    move: str
+    action: int
+    n: int
+    p: float
+    q: float
+    u: float
+    v: float | None
+    pv: list[str] = dataclasses.field(default_factory=list)  # this move first; only for the top children
+
+    @property
+    def q_plus_u(self) -> float:
+        return self.q + self.u
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(move=self.move, action=self.action, N=self.n, P=self.p, Q=self.q, U=self.u,
+                    QU=self.q_plus_u, V=self.v, pv=self.pv)
+
+
+@dataclasses.dataclass
+class SearchResult:
+    """A finished search of one position.
+
+    Attributes:
+      best_move, best_action: the move the engine plays (PUCT: most visits; Gumbel: the sequential
+        halving winner); "" and -1 when the game is over.
+      value: the chosen move's Q (root search value if unvisited), in [-1, 1], player to move's view.
+      root_value: the root's backed-up search value; net_value: the network's raw value of the root.
+      visits: total root child visits; stats: every legal move, sorted by N (most first), ties by P.
+      pv: the principal variation (chosen move, then the most-visited child at each level).
+      cp: centipawns from `value` (chess only, else None); seconds: wall time of the search call.
+    """
+
+    best_move: str
+    best_action: int
+    value: float
+    root_value: float
+    net_value: float
+    visits: int
+    stats: list[MoveStat]
+    pv: list[str]
+    cp: float | None
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["stats"] = [s.to_dict() for s in self.stats]
+        return d
+
+
+def format_table(result: SearchResult, top: int | None = None, prefix: str = "", ascending: bool = False,
+                 node_line: bool = True) -> list[str]:
+    """lc0-style verbose move statistics, one line per move:
+
+        e2e4 (322 ) N:     128 (P: 10.01%) (Q:  0.05778) (U: 0.05111) (Q+U:  0.10889) (V:  0.0556)
+
+    `top` keeps the most-visited moves; `ascending` lists the most-visited last (lc0's order)."""
+    stats = result.stats[:top] if top else list(result.stats)
+    if ascending:
+        stats = stats[::-1]
+    width = max([len(s.move) for s in stats] + [4])
+    lines = []
+    for s in stats:
+        v = f"{s.v: .4f}" if s.v is not None else " -.----"
+        lines.append(f"{prefix}{s.move:<{width}} ({s.action:<4d}) N: {s.n:7d} (P: {100 * s.p:5.2f}%) "
+                     f"(Q: {s.q: .5f}) (U: {s.u:.5f}) (Q+U: {s.q_plus_u: .5f}) (V: {v})")
+    if node_line:
+        lines.append(f"{prefix}{'node':<{width}} (    ) N: {result.visits:7d} (Q: {result.root_value: .5f}) "
+                     f"(V: {result.net_value: .4f})")
+    return lines
