@@ -416,6 +416,9 @@ def main(argv: list[str] | None = None) -> int:
         message = str(e).replace("\n", " ")  # one line
         print(f"azjax {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except FloatingPointError as e:  # train.NumericalFault: a NaN or inf stopped the run
+        print(f"azjax {args.command}: stopped: {e}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         return 130
     except EOFError:
