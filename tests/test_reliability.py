@@ -361,3 +361,37 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics_and_parameters(tm
 def _error_lines(err: str) -> str:
     """stderr without the compilation-cache line every command prints first."""
     return "".join(line for line in err.splitlines(keepends=True) if not line.startswith("JAX compilation cache:"))
+
+
+# ---------------------------------------------------------------- flat memory
+
+
+def _memory_soak():
+    import importlib.util
+
+    file = Path(__file__).parent.parent / "scripts" / "memory_soak.py"
+    spec = importlib.util.spec_from_file_location("memory_soak", file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_memory_is_flat_only_when_every_sample_after_five_minutes_stays_within_ten_percent():
+    soak = _memory_soak()
+    flat = soak.summarize([[0.0, 100.0], [300.0, 1000.0], [1800.0, 1050.0], [3600.0, 990.0]])
+    assert flat["flat_within_10_percent"] and flat["rss_mib_at_5_min"] == 1000.0 and flat["rss_mib_at_end"] == 990.0
+    growing = soak.summarize([[300.0, 1000.0], [1800.0, 1050.0], [3600.0, 1150.0]])
+    assert not growing["flat_within_10_percent"] and growing["largest_change_after_5_min"] == 0.15
+    assert soak.summarize([[10.0, 5.0]])["flat"] is None  # ended before the warm-up: no verdict
+
+
+def test_the_memory_soak_samples_a_running_command_and_keeps_other_sections(tmp_path):
+    out = tmp_path / "reliability.json"
+    ckpt.update_json(out, {"fuzz": {"lines": 1}})
+    code = "import sys, time; time.sleep(1.5); assert sys.argv[-2:] == ['--minutes', '0.5']"
+    argv = ["--minutes", "0.5", "--every", "0.2", "--out", str(out), "--log", str(tmp_path / "log"),
+            "--", sys.executable, "-c", code]
+    assert _memory_soak().main(argv) == 0
+    data = json.loads(out.read_text())
+    assert data["fuzz"] == {"lines": 1} and data["memory"]["exit_code"] == 0
+    assert len(data["memory"]["samples"]) >= 3 and all(m > 0 for _, m in data["memory"]["samples"])
