@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # The arena tables committed under results/arena/ (issue 5): Connect Four checkpoints against rollout
-# MCTS at several budgets, and the 7x7 (SAI) and 9x9 Go models against GNU Go levels. Each writes
-# results.json (pairings, maximum-likelihood Elo with 95% intervals, the command) and the games.
-#   bash scripts/arena_tables.sh [connect_four|go_7x7|go_9x9]...   (default: all)
+# MCTS at several budgets, the 7x7 (SAI) and 9x9 Go models against GNU Go levels, and the chess model
+# against random play and a one-ply material player. Each writes results.json (pairings,
+# maximum-likelihood Elo with 95% intervals, the command) and the games.
+#   bash scripts/arena_tables.sh [connect_four|go_7x7|go_9x9|chess]...   (default: all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GNUGO=$(command -v gnugo || echo /usr/games/gnugo)
-tables=("$@"); [ ${#tables[@]} -gt 0 ] || tables=(connect_four go_7x7 go_9x9)
+tables=("$@"); [ ${#tables[@]} -gt 0 ] || tables=(connect_four go_7x7 go_9x9 chess)
 for table in "${tables[@]}"; do
   case "$table" in
   connect_four)
@@ -31,6 +32,15 @@ for table in "${tables[@]}"; do
       "gnugo-l1=gtp:$GNUGO --mode gtp --level 1 --chinese-rules --capture-all-dead --positional-superko --never-resign" \
       "gnugo-l10=gtp:$GNUGO --mode gtp --level 10 --chinese-rules --capture-all-dead --positional-superko --never-resign" \
       --gauntlet --games 6 --out_dir results/arena/go_9x9 ;;
-  *) echo "unknown table $table (connect_four, go_7x7, go_9x9)" >&2; exit 2 ;;
+  chess)
+    # The lightly trained chess model (see results/models/chess_quick/README.md) with a 32-simulation
+    # search against random play and the one-ply material player, 40 games a pairing (2 random
+    # opening plies, colours alternating); then its values a queen up and a queen down, each side to
+    # move (results/arena/chess/material_positions.txt), as `azjax analyze` reads them.
+    azjax arena results/models/chess_quick:32 random material --gauntlet --games 40 --random_opening_plies 2 \
+      --out_dir results/arena/chess
+    azjax analyze --checkpoint results/models/chess_quick --visits 32 \
+      --positions results/arena/chess/material_positions.txt --out results/arena/chess/material_values.jsonl ;;
+  *) echo "unknown table $table (connect_four, go_7x7, go_9x9, chess)" >&2; exit 2 ;;
   esac
 done

@@ -35,7 +35,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.contempt_sweep import parse_n_scl  # noqa: E402  (off / none / inf = plain search)
+from scripts.contempt_sweep import parse_n_scl, report  # noqa: E402  (n_scl: off / none / inf = plain search)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -219,23 +219,12 @@ def plot(summary: dict[str, Any], path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import json
 
-    from azjax.checkpoint import script_command, write_json
+    from azjax.checkpoint import script_command
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
-    if args.replot:
-        plot(json.loads(Path(args.out).read_text()), args.plot)
-        print(f"wrote {args.plot}")
-        return 0
-    summary = run(args, script_command(__file__, argv))
-    write_json(args.out, summary)
-    print(f"wrote {args.out}")
-    if args.plot:
-        plot(summary, args.plot)
-        print(f"wrote {args.plot}")
-    return 0
+    return report(args, lambda: run(args, script_command(__file__, argv)), plot)
 
 
 if __name__ == "__main__":

@@ -20,9 +20,9 @@ import argparse
 import dataclasses
 import json
 import math
-import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import jax
     import numpy as np
 
-    from azjax.checkpoint import script_command
+    from azjax.checkpoint import script_command, write_json
     from azjax.cli import enable_compilation_cache
     from azjax.play.arena import match
     from azjax.play.selfplay_stats import (
@@ -167,7 +167,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                                       decisive_ratio=json_float(decisive_ratio(wins, draws, losses)))
         row["seconds"] = round(time.time() - t0, 1)
         settings.append(row)
-        _write_json(args.out, dict(partial=True, command=script_command(__file__),
+        write_json(args.out, dict(partial=True, command=script_command(__file__),
                                    settings=settings))
         adj = row.get("adjudicated")
         extra = ""
@@ -270,27 +270,27 @@ def plot(summary: dict[str, Any], path: str) -> None:
     plt.close(fig)
 
 
-def _write_json(path: str, obj: Any) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-    os.replace(tmp, path)
+def report(args: argparse.Namespace, run: Callable[[], dict[str, Any]],
+           plot: Callable[[dict[str, Any], str], None]) -> int:
+    """A sweep script's main: redraw --plot from --out (--replot), or run, write --out and draw --plot."""
+    from azjax.checkpoint import write_json
 
-
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
     if args.replot:
         plot(json.loads(Path(args.out).read_text()), args.plot)
         print(f"wrote {args.plot}")
         return 0
-    summary = run(args)
-    _write_json(args.out, summary)
+    summary = run()
+    write_json(args.out, summary)
     print(f"wrote {args.out}")
     if args.plot:
         plot(summary, args.plot)
         print(f"wrote {args.plot}")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return report(args, lambda: run(args), plot)
 
 
 if __name__ == "__main__":

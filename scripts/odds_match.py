@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
-import json
 import os
 import queue
 import shutil
@@ -259,7 +258,7 @@ def _summary(outcome: Any, n_unfinished: int) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import jax
 
-    from azjax.checkpoint import script_command
+    from azjax.checkpoint import script_command, write_json
     from azjax.cli import enable_compilation_cache
     from azjax.games import make_game
     from azjax.play.material import DEFAULT_SCALE, adjudicate_by_material, material_evaluator
@@ -316,7 +315,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 rows.append(row)
                 print(_line(row), flush=True)
                 command = script_command(__file__)
-                _write_json(args.out, dict(partial=True, command=command, results=rows))
+                write_json(args.out, dict(partial=True, command=command, results=rows))
     finally:
         if engine is not None:
             engine.close()
@@ -347,15 +346,9 @@ def _line(row: dict[str, Any]) -> str:
     return s + f" [{row['seconds']}s]"
 
 
-def _write_json(path: str, obj: Any) -> None:
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1)
-    os.replace(tmp, path)
-
-
 def main(argv: list[str] | None = None) -> int:
+    from azjax.checkpoint import write_json
+
     args = build_parser().parse_args(argv)
     summary = run(args)
     print()
@@ -363,7 +356,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in summary["results"]:
         print(f"{r['method']:>8} {r['budget']:>6}  {r['wins']:>3} {r['draws']:>3} {r['losses']:>3}  "
               f"{r['score']:.3f}  [{r['score_low']:.3f}, {r['score_high']:.3f}]")
-    _write_json(args.out, summary)
+    write_json(args.out, summary)
     print(f"wrote {args.out}")
     return 0
 

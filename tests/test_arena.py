@@ -11,10 +11,11 @@ import pytest
 
 from azjax.build import init_params, make_network
 from azjax.config import Config
-from azjax.games import GameState, make_game
+from azjax.games import GameState, chess_state_from_fen, make_game
 from azjax.play import arena
 from azjax.play.agents import (
     Agent,
+    material_agent,
     network_agent,
     policy_agent,
     random_agent,
@@ -31,6 +32,7 @@ from azjax.play.arena import (
     score_from_elo,
     wilson_interval,
 )
+from azjax.play.specs import parse_agent
 from azjax.search import SearchSpec, network_evaluator
 
 
@@ -137,6 +139,25 @@ def test_rollout_mcts_wins_and_blocks(c4):
 def test_agent_factories_share_act(c4):
     assert rollout_mcts_agent(c4, 8).act is rollout_mcts_agent(c4, num_simulations=8, c_uct=1.4).act
     assert random_agent(c4).act is random_agent(c4, name="other").act
+
+
+def test_the_material_agent_takes_the_most_valuable_piece_and_plays_only_legal_moves():
+    game = make_game("chess")
+    # White can take a pawn (exd5) or the queen (Bxg5); one ply of material takes the queen.
+    fen = "rnb1kbnr/ppp1pppp/8/3p2q1/4P3/3P4/PPP2PPP/RNBQKBNR w KQkq - 0 3"
+    state = jax.tree.map(lambda x: x[None], GameState(env=chess_state_from_fen(fen), komi=jnp.float32(0.0)))
+    agent = material_agent(game)
+    moves = {game.action_to_str(jax.tree.map(lambda x: x[0], state), int(agent.act(None, jax.random.key(k), state)[0]))
+             for k in range(4)}
+    assert moves == {"c1g5"}
+    with pytest.raises(ValueError, match="plays chess"):
+        material_agent(make_game("connect_four"))
+    assert parse_agent("material", None, 8)[1] == "chess"  # the arena's spec fixes the game
+    with pytest.raises(ValueError, match="plays chess"):
+        parse_agent("material", "go_9x9", 8)
+    # Against random play from the start, every move is legal (an illegal one would end the game as a loss).
+    records = play_games(game, material_agent(game), random_agent(game), jax.random.key(1), num_games=2)
+    assert not records.illegal.any() and (records.length > 0).all()
 
 
 # ---------------------------------------------------------------- network agents

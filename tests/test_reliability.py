@@ -15,6 +15,9 @@ import threading
 from pathlib import Path
 
 import chess
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -28,6 +31,8 @@ from azjax.engines.fuzz import check_gtp_reply, fuzz_gtp, fuzz_uci, make_untrain
 from azjax.engines.gtp import GTPEngine, clean_line
 from azjax.engines.lc0 import SearchResult
 from azjax.engines.uci import UCIEngine
+from azjax.train import NumericalFault, _read_csv, numerical_fault, train
+from azjax.train.loop import Trainer
 
 REPO = Path(fuzz.__file__).parents[2]
 
@@ -270,7 +275,7 @@ def test_results_json_is_merged_by_key_not_overwritten(tmp_path):
 
 def test_resume_skips_a_damaged_newest_checkpoint_and_matches_an_uninterrupted_run(tmp_path, tiny_overrides,
                                                                                    capsys):
-    from azjax.train import METRIC_COLUMNS, train
+    from azjax.train import METRIC_COLUMNS
 
     config = Config(game="connect_four", **{**tiny_overrides, "checkpoint_every": 1})  # 4 steps
     run = tmp_path / "run"
@@ -303,6 +308,44 @@ def test_resume_skips_a_damaged_newest_checkpoint_and_matches_an_uninterrupted_r
     assert all(checkpointer.check(s) is None for s in checkpointer.manager.all_steps())
 
 
+def test_a_nan_in_the_parameters_stops_the_run_naming_the_step_and_keeps_the_last_good_checkpoint(
+        tmp_path, tiny_overrides, monkeypatch):
+    config = Config(game="connect_four", **tiny_overrides)  # checkpoints at steps 2 and 4
+    run = tmp_path / "run"
+    real_step = Trainer.step
+
+    def step_with_a_fault_at_3(self, state):  # noqa: ANN001, ANN202
+        state, metrics = real_step(self, state)
+        if int(state.step) == 3:
+            leaves, treedef = jax.tree.flatten(state.params)
+            leaves[0] = leaves[0].at[(0,) * leaves[0].ndim].set(jnp.nan)
+            state = state.replace(params=jax.tree.unflatten(treedef, leaves))
+        return state, metrics
+
+    monkeypatch.setattr(Trainer, "step", step_with_a_fault_at_3)
+    with pytest.raises(NumericalFault, match=r"^step 3: the network parameters hold NaN or inf; .*"
+                                                     r"last good checkpoint is step 2 "):
+        train(config, run, progress=False)
+    assert sorted(ckpt.StateCheckpointer(run).manager.all_steps()) == [2]
+    saved = ckpt.load_params(run, Trainer(config).init(0).params)
+    assert all(np.isfinite(x).all() for x in jax.tree.leaves(saved))
+
+
+def test_a_nan_loss_is_a_fault_only_where_sgd_ran():
+    params = {"w": np.ones(3, np.float32)}
+    assert numerical_fault({"sgd_applied": 0, "loss": float("nan")}, params) is None  # no SGD yet: NaN by design
+    assert numerical_fault({"sgd_applied": 1, "loss": float("inf"), "policy_loss": 1.0}, params) == "the loss is inf"
+    assert numerical_fault({"sgd_applied": 1, "loss": 1.0}, {"w": np.array([1.0, np.inf])}) is not None
+
+
+def test_a_metrics_row_cut_short_by_a_kill_is_dropped_on_reading(tmp_path):
+    file = tmp_path / "metrics.csv"
+    file.write_text("step,loss\n1,0.5\n2,0.4\n3,0.")  # killed while appending step 3
+    assert [r["step"] for r in _read_csv(file)] == ["1", "2"]
+    file.write_text("step,loss\n1,0.5\n2\n")  # a row with too few fields
+    assert [r["step"] for r in _read_csv(file)] == ["1"]
+
+
 def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics_and_parameters(tmp_path, tiny_overrides):
     from azjax.cli.soak import soak
 
@@ -319,3 +362,37 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics_and_parameters(tm
 def _error_lines(err: str) -> str:
     """stderr without the compilation-cache line every command prints first."""
     return "".join(line for line in err.splitlines(keepends=True) if not line.startswith("JAX compilation cache:"))
+
+
+# ---------------------------------------------------------------- flat memory
+
+
+def _memory_soak():
+    import importlib.util
+
+    file = Path(__file__).parent.parent / "scripts" / "memory_soak.py"
+    spec = importlib.util.spec_from_file_location("memory_soak", file)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_memory_is_flat_only_when_every_sample_after_five_minutes_stays_within_ten_percent():
+    soak = _memory_soak()
+    flat = soak.summarize([[0.0, 100.0], [300.0, 1000.0], [1800.0, 1050.0], [3600.0, 990.0]])
+    assert flat["flat_within_10_percent"] and flat["rss_mib_at_5_min"] == 1000.0 and flat["rss_mib_at_end"] == 990.0
+    growing = soak.summarize([[300.0, 1000.0], [1800.0, 1050.0], [3600.0, 1150.0]])
+    assert not growing["flat_within_10_percent"] and growing["largest_change_after_5_min"] == 0.15
+    assert soak.summarize([[10.0, 5.0]])["flat"] is None  # ended before the warm-up: no verdict
+
+
+def test_the_memory_soak_samples_a_running_command_and_keeps_other_sections(tmp_path):
+    out = tmp_path / "reliability.json"
+    ckpt.update_json(out, {"fuzz": {"lines": 1}})
+    code = "import sys, time; time.sleep(1.5); assert sys.argv[-2:] == ['--minutes', '0.5']"
+    argv = ["--minutes", "0.5", "--every", "0.2", "--out", str(out), "--log", str(tmp_path / "log"),
+            "--", sys.executable, "-c", code]
+    assert _memory_soak().main(argv) == 0
+    data = json.loads(out.read_text())
+    assert data["fuzz"] == {"lines": 1} and data["memory"]["exit_code"] == 0
+    assert len(data["memory"]["samples"]) >= 3 and all(m > 0 for _, m in data["memory"]["samples"])

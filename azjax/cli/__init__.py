@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import math
 import os
 import sys
 import time
@@ -89,21 +90,32 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 # ---------------------------------------------------------------- train
 
 
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expects a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
+    return value
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from azjax.train import train
 
     overrides = _overrides(args)
+    budget = None if args.minutes is None else 60.0 * args.minutes
     if args.resume:
         from azjax.checkpoint import load_config
 
         config = None
         if overrides:
             config = load_config(args.resume).replace(**overrides)
-        summary = train(config, args.resume, resume=True, progress=not args.no_progress)
+        summary = train(config, args.resume, resume=True, progress=not args.no_progress, time_budget_s=budget)
     else:
         config = preset(args.game, args.preset, **overrides)
         run_dir = args.run_dir or f"runs/{args.game}_{args.preset}_{time.strftime('%Y%m%d_%H%M%S')}"
-        summary = train(config, run_dir, progress=not args.no_progress)
+        summary = train(config, run_dir, progress=not args.no_progress, time_budget_s=budget)
     last = summary.get("last_eval")
     print(f"run directory: {summary['run_dir']} (step {summary['step']})")
     if last:
@@ -283,6 +295,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run_dir", default=None, help="default: runs/GAME_PRESET_TIME")
     p.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue a stopped run")
     p.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
+    p.add_argument("--minutes", type=_positive_float, default=None,
+                   help="stop after this much training time, with a checkpoint (continue with --resume)")
     _config_flags(p)
     p.set_defaults(func=cmd_train)
 
@@ -358,6 +372,9 @@ def main(argv: list[str] | None = None) -> int:
         message = str(e).replace("\n", " ")  # one line
         print(f"azjax {args.command}: error: {message}", file=sys.stderr)
         return 2
+    except FloatingPointError as e:  # train.NumericalFault: a NaN or inf stopped the run
+        print(f"azjax {args.command}: stopped: {e}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         return 130
     except EOFError:

@@ -8,7 +8,8 @@
 Agents:
   * `PATH[:N][:key=value,...]`: a run directory or exported model searching N simulations
     (default `--simulations`); keys `n_scl` (0 = off) and `search` (puct / gumbel);
-  * `policy:PATH`: the raw policy; `random`; `mcts:N` (rollout MCTS);
+  * `policy:PATH`: the raw policy; `random`; `mcts:N` (rollout MCTS); `material` (chess: one ply of
+    material, the move that captures the most);
   * `gtp:COMMAND ...`: a GTP program (any game whose notation it speaks; GNU Go for Go, or
     `azjax gtp --checkpoint DIR` for every game);
   * `uci:COMMAND[:key=value,...]`: a UCI chess program; keys `skill` (Stockfish's Skill Level),

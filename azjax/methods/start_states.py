@@ -12,6 +12,11 @@ store read with `sample` instead of `pop`. Everything is a pure function over on
 The store is a ring of `C` slots written in order: push number `t` (counting every stored state since
 `init`) lands in slot `t % C`, so once it is full the oldest states are overwritten (a circular
 archive). `valid` marks the slots that hold a state that was not popped yet.
+
+Go-Exploit's other two archive kinds fill the same store by other rules (they are never popped):
+
+    q = push_reservoir(q, key, states, mask)   # classic reservoir sampling; `pushed` counts states offered
+    q, dropped = push_expanding(q, states, mask)  # never evicts; what does not fit is dropped and counted
 """
 
 from __future__ import annotations
@@ -107,3 +112,58 @@ def sample(q: StartStates, key: jax.Array, want: jax.Array) -> tuple[GameState, 
     p = q.valid.astype(jnp.float32)
     idx = jax.random.choice(key, q.capacity, want.shape, p=p / jnp.maximum(p.sum(), 1.0))
     return jax.tree.map(lambda x: x[idx], q.states), want & (q.size > 0)
+
+
+def push_reservoir(q: StartStates, key: jax.Array, states: GameState, mask: jax.Array) -> StartStates:
+    """Reservoir sampling (Vitter's algorithm R) of `states[i]` for every `mask[i]` ([M] each), in index order.
+
+    Here `pushed` counts every state *offered* since `init` (stored or not). The offered state with 0-based
+    number n goes to slot n while n < C; afterwards it replaces slot j, j uniform in {0, ..., n}, when j < C,
+    so after n offers every offered state is held with probability C / n. Within one call a later state wins
+    a slot that an earlier one took, as in the sequential algorithm. Never pop a reservoir (it relies on
+    slots 0..min(n, C)-1 being the held ones).
+    """
+    c = q.capacity
+    mask = mask.astype(jnp.bool_)
+    rank = jnp.cumsum(mask, dtype=jnp.int32) - 1
+    # int32 counters: saturate rather than wrap (past 2^31 offers the odds C/n stay at C/2^31).
+    n = jnp.minimum(q.pushed[0], jnp.iinfo(jnp.int32).max - mask.shape[0]) + rank
+    draw = jax.random.randint(key, mask.shape, 0, jnp.maximum(n, 0) + 1)
+    slot = jnp.where(n < c, n, draw)
+    slot = jnp.where(mask & (slot < c), slot, c).astype(jnp.int32)  # c = out of bounds: not stored
+    # The last writer of each slot wins (XLA's scatter leaves the order of duplicate writes unspecified).
+    index = jnp.arange(mask.shape[0], dtype=jnp.int32)
+    last = jnp.full((c,), -1, jnp.int32).at[slot].max(index, mode="drop")
+    slot = jnp.where((slot < c) & (last[jnp.minimum(slot, c - 1)] == index), slot, c)
+
+    def put(buf: jax.Array, x: jax.Array) -> jax.Array:
+        return buf.at[slot].set(x.astype(buf.dtype), mode="drop")
+
+    total = mask.sum(dtype=jnp.int32)
+    return StartStates(
+        states=jax.tree.map(put, q.states, states),
+        valid=q.valid.at[slot].set(True, mode="drop"),
+        pushed=jnp.minimum(q.pushed, jnp.iinfo(jnp.int32).max - total) + total,
+    )
+
+
+def push_expanding(q: StartStates, states: GameState, mask: jax.Array) -> tuple[StartStates, jax.Array]:
+    """Stores `states[i]` for every `mask[i]` ([M] each) in the next free slots, evicting nothing.
+
+    An expanding archive (Go-Exploit) on a device: a large fixed capacity that reports when it is full.
+    Returns (store, dropped: int32 [], the masked states that found no free slot). Never pop an expanding
+    archive (slots 0..pushed-1 are the held ones).
+    """
+    c = q.capacity
+    mask = mask.astype(jnp.bool_)
+    rank = jnp.cumsum(mask, dtype=jnp.int32) - 1
+    fits = mask & (q.pushed[0] + rank < c)
+    slot = jnp.where(fits, q.pushed[0] + rank, c)
+
+    def put(buf: jax.Array, x: jax.Array) -> jax.Array:
+        return buf.at[slot].set(x.astype(buf.dtype), mode="drop")
+
+    stored = fits.sum(dtype=jnp.int32)
+    q = StartStates(states=jax.tree.map(put, q.states, states), valid=q.valid.at[slot].set(True, mode="drop"),
+                    pushed=q.pushed + stored)
+    return q, mask.sum(dtype=jnp.int32) - stored

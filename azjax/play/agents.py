@@ -11,6 +11,7 @@ gives the same `act` function, which keeps jit caches keyed on it warm.
 
 Agents provided:
   * `random_agent`: uniform over legal moves.
+  * `material_agent` (chess): one ply of material, the legal move that captures the most.
   * `rollout_mcts_agent`: pure Monte-Carlo tree search (UCT with uniformly random playouts), the
     classic network-free reference opponent, built on `mctx.search`.
   * `search_agent` / `network_agent`: an evaluator (e.g. the policy-value network) with azjax's
@@ -32,6 +33,7 @@ import mctx
 from azjax.build import cached_evaluator, search_spec
 from azjax.config import Config
 from azjax.games import Game, GameState
+from azjax.play.material import capture_values
 from azjax.search import Evaluator, SearchSpec, game_recurrent_fn, mask_logits, run_search, searched_choice
 
 ActFn = Callable[[Any, jax.Array, GameState], jax.Array]
@@ -80,6 +82,22 @@ def random_agent(game: Game, name: str = "random") -> Agent:
     """Plays a uniformly random legal move."""
     del game
     return Agent(name=name, act=_random_act)
+
+
+def _material_act(params: Any, key: jax.Array, states: GameState) -> jax.Array:
+    del params
+    gain = capture_values(states.env._x.board, states.env._x.en_passant)  # whole pawns: 0, 1, 3, 5, 8, 9
+    noise = 0.5 * jax.random.uniform(key, gain.shape)  # breaks ties (all quiet moves) at random, nothing else
+    return jnp.argmax(jnp.where(states.legal_action_mask, gain + noise, -1.0), axis=-1).astype(jnp.int32)
+
+
+def material_agent(game: Game, name: str = "material") -> Agent:
+    """Chess, one ply of material: the legal move that wins the most material at once (the most
+    valuable victim; a queening counts 8 pawns), ties at random. It sees no replies, so it takes
+    defended pieces: the classic one-ply baseline a learned value should beat."""
+    if game.name != "chess":
+        raise ValueError(f"the material agent plays chess, not {game.name}")
+    return Agent(name=name, act=_material_act)
 
 
 def random_playout(game: Game, key: jax.Array, states: GameState) -> jax.Array:

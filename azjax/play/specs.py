@@ -6,7 +6,8 @@
 Specs:
   * `PATH[:N][:key=value,...]`: a run directory or exported model searching N simulations
     (default `simulations`); keys `n_scl` (0 = off) and `search` (puct / gumbel);
-  * `policy:PATH`: the raw policy; `random`; `mcts:N` (rollout MCTS);
+  * `policy:PATH`: the raw policy; `random`; `mcts:N` (rollout MCTS); `material` (chess: one ply of
+    material, the move that captures the most);
   * `gtp:COMMAND ...`: a GTP program; `uci:COMMAND[:key=value,...]`: a UCI chess program, keys `skill`
     (Stockfish's Skill Level), `movetime` (ms, default 100), `nodes`, `depth`, others sent as `setoption`s;
   * `NAME=SPEC` names an agent explicitly (default: a short name derived from the spec).
@@ -124,6 +125,11 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
                 spec_search = v
             else:
                 raise ValueError(f"unknown checkpoint option {k!r} in {spec!r} (n_scl, search)")
+    if base == "material":
+        if game_name not in (None, "chess"):
+            raise ValueError(f"agent 'material' plays chess, not {game_name}")
+        agent = agents.material_agent(game_named("chess"))
+        return ArenaAgent(name=name or "material", spec=spec, kind="jax", agent=agent), "chess"
     if base == "random" or base.startswith("mcts:"):
         if game_name is None:
             raise ValueError(f"agent {spec!r} needs --game (or a checkpoint among the agents)")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 
 from azjax import checkpoint as ckpt
 from azjax import hosts
@@ -267,6 +268,14 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
                 sims_per_s=positions_per_step * config.num_simulations / dt,
             )
             log.add(row)
+            fault = numerical_fault(row, state.params)
+            if fault is not None:  # before any checkpoint of this step: the last good one stays the newest
+                good = checkpointer.latest_step()
+                raise NumericalFault(
+                    f"step {step}: {fault}; stopped without saving this step. "
+                    + (f"The last good checkpoint is step {good} ({checkpointer.directory / str(good)}); "
+                       f"resume from it with `azjax train --resume {run_dir}` after lowering learning_rate."
+                       if good is not None else "There is no checkpoint yet to resume from."))
             for warning in watch.update(row):
                 _say(bar, warning)
             if bar is not None:
@@ -299,6 +308,27 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
             "last": log.rows[-1] if log.rows else None, "last_eval": log.evals[-1] if log.evals else None}
 
 
+class NumericalFault(FloatingPointError):
+    """A NaN or inf in the loss or the parameters: the run stops rather than train on it."""
+
+
+@jax.jit
+def _all_finite(params: Any) -> jax.Array:
+    return jnp.all(jnp.stack([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(params)]))
+
+
+def numerical_fault(row: dict[str, Any], params: Any) -> str | None:
+    """What is not finite after a loop step (None when all is well). The loss is only looked at where
+    SGD ran (the loss columns are NaN by design before the replay holds min_replay_size positions)."""
+    if row.get("sgd_applied", 0) > 0:
+        bad = [k for k in ("loss", "policy_loss", "value_loss") if k in row and not math.isfinite(row[k])]
+        if bad:
+            return f"the {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} {row[bad[0]]}"
+    if not bool(_all_finite(params)):
+        return "the network parameters hold NaN or inf"
+    return None
+
+
 def _checkpoint(run_dir: Path, checkpointer: ckpt.StateCheckpointer, step: int, state: LoopState,
                 log: RunLog) -> None:
     checkpointer.save(step, state)  # every process writes its shards
@@ -325,10 +355,14 @@ def _say(bar: Any, text: str) -> None:
 
 
 def _read_csv(file: Path) -> list[dict[str, Any]]:
+    """The rows of `file`, without a last row cut short (a process killed while appending it)."""
     if not file.exists():
         return []
-    with open(file, newline="") as f:
-        return [dict(r) for r in csv.DictReader(f)]
+    text = file.read_text()
+    rows = [dict(r) for r in csv.DictReader(text.splitlines())]
+    if rows and (not text.endswith("\n") or None in rows[-1] or None in rows[-1].values()):
+        rows.pop()
+    return rows
 
 
 def _write_csv(file: Path, columns: list[str], rows: list[dict[str, Any]]) -> None:

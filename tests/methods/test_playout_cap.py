@@ -1,0 +1,150 @@
+"""KataGo's playout caps, forced playouts and policy-target pruning (METHODS.md section 6): the draw, the
+forced-playout count, pruning by hand and on real trees (against mctx's own PUCT), and every switch at its
+off value equal to plain mctx / the visit-count target, bit for bit."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import mctx
+import numpy as np
+import pytest
+
+from azjax.methods import playout_cap as pc
+
+B, A, SIMS = 8, 5, 48
+
+
+def _recurrent_fn(params, key, action, embedding):
+    """A synthetic two-player game: the embedding is a running hash of the path; values and priors follow
+    from it, never terminal."""
+    del params, key
+    h = (embedding * 31 + action + 7) % 1009
+    value = jnp.sin(h.astype(jnp.float32) * 0.37) * 0.8
+    logits = jnp.cos(h.astype(jnp.float32)[:, None] * (1.0 + jnp.arange(A)))
+    out = mctx.RecurrentFnOutput(reward=jnp.zeros(h.shape), discount=-jnp.ones(h.shape), prior_logits=logits,
+                                 value=value)
+    return out, h
+
+
+def _root() -> mctx.RootFnOutput:
+    logits = jnp.log(jnp.array([0.5, 0.25, 0.15, 0.07, 0.03]))
+    return mctx.RootFnOutput(prior_logits=jnp.tile(logits, (B, 1)), value=jnp.zeros(B),
+                             embedding=jnp.arange(B, dtype=jnp.int32))
+
+
+INVALID = jnp.zeros((B, A), bool).at[0, 4].set(True)
+
+
+@functools.partial(jax.jit, static_argnames="k")
+def _forced(key, k):
+    return pc.forced_muzero_policy(None, key, _root(), _recurrent_fn, SIMS, INVALID, k=k, dirichlet_fraction=0.25)
+
+
+@jax.jit
+def _plain(key):
+    return mctx.muzero_policy(None, key, _root(), _recurrent_fn, SIMS, INVALID, dirichlet_fraction=0.25)
+
+
+def _same(a: mctx.PolicyOutput, b: mctx.PolicyOutput) -> None:
+    np.testing.assert_array_equal(a.action, b.action)
+    assert np.asarray(a.action_weights).tobytes() == np.asarray(b.action_weights).tobytes()
+    np.testing.assert_array_equal(a.search_tree.children_visits, b.search_tree.children_visits)
+    assert np.asarray(a.search_tree.node_values).tobytes() == np.asarray(b.search_tree.node_values).tobytes()
+
+
+def test_draw_full_search() -> None:
+    assert bool(pc.draw_full_search(jax.random.key(0), (1000,), 1.0).all())
+    assert not bool(pc.draw_full_search(jax.random.key(0), (1000,), 0.0).any())
+    share = float(pc.draw_full_search(jax.random.key(1), (20000,), 0.25).mean())
+    assert abs(share - 0.25) < 5 * np.sqrt(0.25 * 0.75 / 20000)
+
+
+def test_forced_playouts_formula() -> None:
+    n = pc.forced_playouts(jnp.array([[0.5, 0.3, 0.2]]), jnp.array([17]), 2.0)
+    np.testing.assert_allclose(n, np.sqrt(2 * np.array([[0.5, 0.3, 0.2]]) * 17), rtol=1e-6)
+
+
+def test_off_equals_plain_mctx() -> None:
+    """k = 0 is mctx.muzero_policy; so is k > 0 while no child is ever forced (n_forced < 1 <= N(c)), which
+    checks that the forced path repeats mctx's noise, search and sampling exactly."""
+    key = jax.random.key(0)
+    plain = _plain(key)
+    _same(_forced(key, 0.0), plain)
+    _same(_forced(key, 1e-9), plain)
+    assert pc.pruned_policy_target(plain.search_tree, 0.0) is not None
+    target = pc.pruned_policy_target(plain.search_tree, 0.0)
+    assert np.asarray(target).tobytes() == np.asarray(plain.action_weights).tobytes()
+
+
+def test_forced_playouts_reach_every_visited_child() -> None:
+    """With k = 2 every visited root child ends with at least about n_forced visits (it is forced while below);
+    the tree differs from plain mctx, and the search's invalid action stays unvisited."""
+    key = jax.random.key(1)
+    out = _forced(key, 2.0)
+    visits = np.asarray(out.search_tree.children_visits[:, 0])
+    prior = np.asarray(jax.nn.softmax(out.search_tree.children_prior_logits[:, 0]))
+    total = visits.sum(-1, keepdims=True)
+    # A child below n_forced at the last simulation would have been forced then: N(c) + 1 >= n_forced(c; N - 1).
+    floor = np.sqrt(2 * prior * (total - 1))
+    assert ((visits == 0) | (visits + 1 >= floor - 1e-4)).all()
+    assert visits[0, 4] == 0
+    plain = np.asarray(_plain(key).search_tree.children_visits[:, 0])
+    assert not np.array_equal(visits, plain)
+    # Without forcing, some visited child stays below that floor (so the check above has teeth).
+    assert ((plain > 0) & (plain + 1 < floor - 1e-4)).any()
+
+
+def test_pruning_by_hand() -> None:
+    """c* = child 0: PUCT(c*) = 0.6 + 2/11. Child 1 keeps N_want = 1.2 / (PUCT(c*) - 0.5) - 1 = 3.258 (it
+    loses 1.742 < n_forced = 3.194); child 2 would keep 0.375 <= 1 visit: pruned. A flipped value (the
+    opponent's Q) would keep child 2."""
+    visits = jnp.array([10.0, 5.0, 2.0])
+    value, factor, prior = jnp.array([0.6, 0.5, 0.2]), jnp.array([2.0, 1.2, 0.8]), jnp.array([0.5, 0.3, 0.2])
+    best = 0.6 + 2.0 / 11.0
+    got = pc.prune_visit_counts(visits, value, factor, prior, 2.0)
+    np.testing.assert_allclose(got, [10.0, 1.2 / (best - 0.5) - 1.0, 0.0], rtol=1e-5)
+    # The cap: at most n_forced removed (child 1 with a tiny factor would otherwise drop to 0).
+    capped = pc.prune_visit_counts(visits, value, jnp.array([2.0, 0.01, 0.8]), prior, 2.0)
+    np.testing.assert_allclose(capped[1], 5.0 - np.sqrt(2 * 0.3 * 17), rtol=1e-5)
+    # k = 0: nothing removed (children at one visit or none are still dropped by the pruning step).
+    np.testing.assert_array_equal(pc.prune_visit_counts(visits, value, factor, prior, 0.0), visits)
+    flipped = pc.prune_visit_counts(visits, -value, factor, prior, 2.0)
+    assert float(flipped[2]) > 1.0 and not np.allclose(flipped, got)
+
+
+def test_pruned_target_on_real_trees() -> None:
+    """After a forced search: c* keeps its visits; every other kept child has PUCT(pruned) <= PUCT(c*) within
+    rounding (it was reduced to, not past, what it needed) or lost exactly n_forced; none keeps <= 1 visit;
+    the target is normalised and puts no weight on invalid actions."""
+    out = _forced(jax.random.key(2), 2.0)
+    tree = out.search_tree
+    target = np.asarray(pc.pruned_policy_target(tree, 2.0))
+    np.testing.assert_allclose(target.sum(-1), 1.0, rtol=1e-6)
+    assert target[0, 4] == 0
+    value, factor, prior = jax.vmap(pc.puct_parts)(tree, jnp.zeros(B, jnp.int32))
+    visits = np.asarray(tree.children_visits[:, 0], np.float64)
+    pruned = np.asarray(pc.prune_visit_counts(tree.children_visits[:, 0], value, factor, prior, 2.0), np.float64)
+    value, factor = np.asarray(value), np.asarray(factor)
+    best = visits.argmax(-1)
+    rows = np.arange(B)
+    assert (pruned[rows, best] == visits[rows, best]).all()
+    best_score = (value + factor / (visits + 1))[rows, best][:, None]
+    n_forced = np.sqrt(2 * np.asarray(prior) * visits.sum(-1, keepdims=True))
+    other = np.arange(A)[None] != best[:, None]
+    kept = other & (pruned > 0)
+    at_parity = np.abs(value + factor / (pruned + 1) - best_score) < 1e-4
+    lost_cap = np.abs(visits - pruned - n_forced) < 1e-4
+    untouched = pruned == visits
+    assert (at_parity | lost_cap | untouched)[kept].all()
+    assert (pruned[kept] > 1).all() and (pruned <= visits).all()
+    np.testing.assert_allclose(target, pruned / pruned.sum(-1, keepdims=True), rtol=1e-5)
+    assert (pruned < visits)[other].any(), "some forced visits should be removed"
+
+
+@pytest.mark.parametrize("k", [0.0, 2.0])
+def test_forced_root_selection_respects_invalid_actions(k: float) -> None:
+    out = _forced(jax.random.key(3), k)
+    assert int(out.search_tree.children_visits[0, 0, 4]) == 0
