@@ -61,9 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     from azjax.checkpoint import script_command, update_json
 
     argv = sys.argv[1:] if argv is None else list(argv)
-    if "--" not in argv:
-        raise SystemExit("usage: memory_soak.py [options] -- TRAINING COMMAND (see the module docstring)")
-    split = argv.index("--")
+    split = argv.index("--") if "--" in argv else len(argv)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--minutes", type=float, default=60.0)
     p.add_argument("--every", type=float, default=15.0, help="seconds between samples")
@@ -71,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--log", default="runs/memory_soak.log")
     args = p.parse_args(argv[:split])
     command = argv[split + 1 :]
+    if not command:
+        p.error("give the training command after --, e.g. -- azjax train --game chess ...")
     if command[:1] == ["azjax"] and shutil.which("azjax") is None:
         command = [sys.executable, "-m", "azjax.cli", *command[1:]]
     command = [*command, "--minutes", str(args.minutes)]
