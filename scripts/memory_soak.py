@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.monotonic()
         while proc.poll() is None:
             mib = rss_mib(proc.pid)
-            if mib is not None:
+            if mib is not None and mib >= 1.0:  # None once it exited; a few kB while it is being exec'd
                 samples.append([round(time.monotonic() - t0, 1), round(mib, 1)])
             time.sleep(args.every)
     memory = {**summarize(samples), "exit_code": proc.returncode, "training_command": shlex.join(argv[split + 1 :]),

@@ -147,5 +147,6 @@ def lambda_returns(leaf_value: jax.Array, player: jax.Array, outcome: jax.Array,
 
 def mix_with_q(target: jax.Array, q: jax.Array, q_weight: float) -> jax.Array:
     """The z/q mix with `target` (z, or the TDLeaf G) in z's place: (1 - w) target + w q, as
-    `azjax.replay.value_targets` forms it (same operations, so G = z gives its value bit for bit)."""
+    `azjax.methods.alphazero.OutcomeTargets.value_target` forms it (same operations, so G = z gives its
+    value bit for bit)."""
     return (1.0 - q_weight) * target + q_weight * q

@@ -10,9 +10,9 @@ import mctx
 import numpy as np
 import pytest
 
-from azjax import replay as rb
 from azjax.games import make_game
 from azjax.methods import tdleaf
+from azjax.methods.alphazero import OutcomeTargets
 from azjax.search import SearchSpec, run_search
 
 # ---------------------------------------------------------------- principal-variation leaves
@@ -208,7 +208,7 @@ def test_unpredicted_blunder_is_not_learned() -> None:
 
 def test_lambda_one_is_the_outcome_bit_for_bit_and_composes_with_the_q_mix() -> None:
     """lambda = 1 (no blunder option) gives z itself, on a replay-shaped [T, B] batch with draws; in the z/q
-    mix the target takes z's place, so the mixed targets equal the replay's own, bit for bit."""
+    mix the target takes z's place, so the mixed targets equal AlphaZero's own (OutcomeTargets), bit for bit."""
     t, b = 12, 4
     k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
     player = jnp.tile((jnp.arange(t) % 2)[:, None], (1, b)).astype(jnp.int32)
@@ -219,10 +219,9 @@ def test_lambda_one_is_the_outcome_bit_for_bit_and_composes_with_the_q_mix() -> 
     g = jax.jit(tdleaf.lambda_returns)(v, player, z, cont, 1.0)
     assert np.asarray(g).tobytes() == np.asarray(z).tobytes()
     q = jax.random.uniform(k3, (t * b,), minval=-1, maxval=1)
-    replay = rb.init_replay(t * b, (1,), jnp.float32, 2, with_root_value=True).replace(
-        value=z.reshape(-1), root_value=q, has_target=jnp.ones((t * b,), bool))
-    idx = jnp.arange(t * b)
     for w in (0.0, 0.25):
         ours = tdleaf.mix_with_q(g.reshape(-1), q, w)
-        assert np.asarray(ours).tobytes() == np.asarray(rb.value_targets(replay, idx, w)).tobytes()
+        targets = OutcomeTargets(q_weight=w)
+        recorded = {"root_value": q} if targets.records else {}
+        assert np.asarray(ours).tobytes() == np.asarray(targets.value_target(z.reshape(-1), recorded)).tobytes()
     assert not np.array_equal(tdleaf.lambda_returns(v, player, z, cont, 0.7), z)
