@@ -5,9 +5,17 @@ from __future__ import annotations
 
 import os
 import tempfile
+from pathlib import Path
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
+
+from azjax.build import make_network
+from azjax.checkpoint import save_config, save_params
+from azjax.config import Config
+from azjax.games import make_game
 
 _CACHE = os.environ.get("AZJAX_TEST_CACHE_DIR") or tempfile.mkdtemp(prefix="azjax-jax-cache-")
 jax.config.update("jax_compilation_cache_dir", _CACHE)
@@ -36,3 +44,37 @@ def chess_tiny_overrides(tiny_overrides: dict) -> dict:
     """A tiny chess loop; its games (up to 512 plies) do not end within it."""
     return {**tiny_overrides, "num_envs": 4, "batch_size": 4, "num_simulations": 2, "min_replay_size": 4,
             "moves_per_step": 8, "num_steps": 4, "replay_size": 64}
+
+
+ENGINE_VISITS = 4  # the untrained models' search budget (eval_simulations)
+
+
+def random_params(config: Config, game) -> dict:  # noqa: ANN001
+    """Random weights of the config's network, shaped by `jax.eval_shape` (an untrained net; no XLA compile)."""
+    rng = np.random.default_rng(1)
+    net = make_network(config, game)
+    shapes = jax.eval_shape(net.init, jax.random.key(1), jnp.zeros((1, *game.observation_shape)))
+
+    def fill(path, x):  # noqa: ANN001, ANN202
+        name = str(path[-1])
+        if "scale" in name:
+            return np.ones(x.shape, x.dtype)
+        if "bias" in name:
+            return np.zeros(x.shape, x.dtype)
+        fan_in = int(np.prod(x.shape[:-1])) or 1
+        return (rng.standard_normal(x.shape) / np.sqrt(fan_in)).astype(x.dtype)
+
+    return jax.tree_util.tree_map_with_path(fill, shapes)
+
+
+@pytest.fixture(scope="session")
+def models(tmp_path_factory) -> dict[str, Path]:  # noqa: ANN001
+    """Untrained 1x8 model directories: Connect Four (Gumbel), Go 9x9 (PUCT), chess (Gumbel)."""
+    root = tmp_path_factory.mktemp("models")
+    out = {}
+    for name, search in (("connect_four", "gumbel"), ("go_9x9", "puct"), ("chess", "gumbel")):
+        config = Config(game=name, num_blocks=1, num_channels=8, eval_simulations=ENGINE_VISITS, search=search)
+        save_config(root / name, config)
+        save_params(root / name, random_params(config, make_game(name)))
+        out[name] = root / name
+    return out

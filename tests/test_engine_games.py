@@ -7,59 +7,18 @@ import io
 import json
 import shutil
 import sys
-from pathlib import Path
 
 import chess
 import chess.pgn
-import jax
-import jax.numpy as jnp
-import numpy as np
 import pytest
 from sgfmill import sgf
 
-from azjax.build import make_network
-from azjax.checkpoint import save_config, save_params
 from azjax.cli import main
-from azjax.config import Config
 from azjax.engines.records import read_connect_four_record
-from azjax.games import make_game
 
-VISITS = 4
+VISITS = 4  # the eval_simulations of the untrained `models` (conftest.py)
 GNUGO = shutil.which("gnugo") or shutil.which("gnugo", path="/usr/games")
 STOCKFISH = shutil.which("stockfish") or shutil.which("stockfish", path="/usr/games")
-
-
-def random_params(config: Config, game) -> dict:
-    """Random weights of the config's network, shaped by `jax.eval_shape` (an untrained net; no XLA compile)."""
-    rng = np.random.default_rng(1)
-    net = make_network(config, game)
-    shapes = jax.eval_shape(net.init, jax.random.key(1), jnp.zeros((1, *game.observation_shape)))
-
-    def fill(path, x):
-        name = str(path[-1])
-        if "scale" in name:
-            return np.ones(x.shape, x.dtype)
-        if "bias" in name:
-            return np.zeros(x.shape, x.dtype)
-        fan_in = int(np.prod(x.shape[:-1])) or 1
-        return (rng.standard_normal(x.shape) / np.sqrt(fan_in)).astype(x.dtype)
-
-    return jax.tree_util.tree_map_with_path(fill, shapes)
-
-
-def make_model(root: Path, name: str, search: str) -> Path:
-    """An untrained 1x8 model directory."""
-    config = Config(game=name, num_blocks=1, num_channels=8, eval_simulations=VISITS, search=search)
-    save_config(root / name, config)
-    save_params(root / name, random_params(config, make_game(name)))
-    return root / name
-
-
-@pytest.fixture(scope="module")
-def models(tmp_path_factory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("models")
-    return {name: make_model(root, name, search)
-            for name, search in (("connect_four", "gumbel"), ("go_9x9", "puct"), ("chess", "gumbel"))}
 
 
 # ---------------------------------------------------------------- arena
