@@ -53,6 +53,7 @@ def summarize(samples: list[list[float]]) -> dict[str, Any]:
         "rss_mib_max": round(max(m for _, m in samples), 1),
         "minutes_sampled": round(samples[-1][0] / 60.0, 1),
         "largest_change_after_5_min": round((worst[1] - base) / base, 4),
+        "largest_growth_after_5_min": round(max(m - base for _, m in after) / base, 4),  # a leak shows here
         "flat_within_10_percent": all(abs(m - base) <= TOLERANCE * base for _, m in after),
     }
 
