@@ -197,4 +197,10 @@ class OutcomeTargets:
     def value_target(self, z: Array, recorded: Records) -> Array:
         if "root_value" not in recorded:
             return z
-        return (1.0 - self.q_weight) * z + self.q_weight * recorded["root_value"]
+        return mix_with_q(z, recorded["root_value"], self.q_weight)
+
+
+def mix_with_q(target: Array, q: Array, q_weight: float) -> Array:
+    """The z/q mix (1 - w) target + w q, with `target` the outcome z or a method's replacement for it
+    (TDLeaf's lambda-return): one expression, so G = z gives AlphaZero's target bit for bit."""
+    return (1.0 - q_weight) * target + q_weight * q

@@ -36,6 +36,8 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from azjax.methods.alphazero import mix_with_q
+
 __all__ = ["PrincipalVariation", "lambda_returns", "mix_with_q", "move_predicted", "principal_variation"]
 
 
@@ -143,10 +145,3 @@ def lambda_returns(leaf_value: jax.Array, player: jax.Array, outcome: jax.Array,
         correction = err + jnp.where(players[0], c_all[:, 0], c_all[:, 1])
     # z + 0 is z except for z = -0.0; `where` keeps z itself wherever the correction vanishes.
     return jnp.where(correction == 0, z, z + correction)
-
-
-def mix_with_q(target: jax.Array, q: jax.Array, q_weight: float) -> jax.Array:
-    """The z/q mix with `target` (z, or the TDLeaf G) in z's place: (1 - w) target + w q, as
-    `azjax.methods.alphazero.OutcomeTargets.value_target` forms it (same operations, so G = z gives its
-    value bit for bit)."""
-    return (1.0 - q_weight) * target + q_weight * q
