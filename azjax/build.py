@@ -27,7 +27,19 @@ from azjax.checkpoint import load_config, load_params
 from azjax.config import Config
 from azjax.games import Game, GameState, make_game
 from azjax.methods import sai
-from azjax.methods.alphazero import GameStarts, NewGames, OutcomeTargets, TanhValue, Targets, ValueHead
+from azjax.methods.alphazero import (
+    FullSearch,
+    GameStarts,
+    NewGames,
+    OutcomeTargets,
+    SearchPolicy,
+    TanhValue,
+    Targets,
+    ValueHead,
+)
+from azjax.methods.go_exploit import ArchiveStarts
+from azjax.methods.playout_cap import PlayoutCapSearch
+from azjax.methods.tdleaf import TDLeafTargets
 from azjax.network import PolicyValueNet
 from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec
 
@@ -93,7 +105,11 @@ def value_head(config: Config) -> ValueHead:
 
 def game_starts(config: Config, game: Game, net: PolicyValueNet) -> GameStarts:
     """Where a restarting slot's game comes from. AlphaZero: `game.init`. SAI: komi from the empty board's
-    sigmoid, and branch starts from finished games."""
+    sigmoid, and branch starts from finished games. Go-Exploit (`start_state_prob` < 1): an archive of
+    visited or searched states."""
+    if config.start_state_prob < 1:
+        return ArchiveStarts(game=game, start_state_prob=config.start_state_prob, kind=config.archive_kind,
+                             population=config.archive, learning_steps=config.sgd_steps_per_step)
     if config.value_head == "sai":
         size = game.observation_shape[0]
         return sai.KomiStarts(game=game, heads=sai.network_heads(net.apply),
@@ -103,8 +119,23 @@ def game_starts(config: Config, game: Game, net: PolicyValueNet) -> GameStarts:
 
 
 def targets(config: Config) -> Targets:
-    """What the replay records and the value target: z, or (1 - w) z + w q with `value_target_q_weight` w."""
+    """What the replay records and the value target: z, or (1 - w) z + w q with `value_target_q_weight` w;
+    TDLeaf(lambda) (`td_lambda` < 1 or `td_zero_unpredicted`) puts the lambda-return in z's place."""
+    if config.td_lambda < 1 or config.td_zero_unpredicted:
+        return TDLeafTargets(lam=config.td_lambda, zero_unpredicted=config.td_zero_unpredicted,
+                             q_weight=config.value_target_q_weight)
     return OutcomeTargets(q_weight=config.value_target_q_weight)
+
+
+def search_policy(config: Config, game: Game, evaluate: Evaluator | ParentAwareEvaluator) -> SearchPolicy:
+    """How self-play searches: the config's search on every move, or KataGo's playout caps
+    (`full_search_prob` < 1: full searches with that probability, fast ones otherwise; `forced_playouts_k`
+    > 0: forced playouts and policy-target pruning in the full searches)."""
+    spec = search_spec(config, training=True)
+    if config.full_search_prob < 1 or config.forced_playouts_k > 0:
+        return PlayoutCapSearch(spec=spec, game=game, evaluate=evaluate, full_prob=config.full_search_prob,
+                                fast_simulations=config.fast_simulations, forced_k=config.forced_playouts_k)
+    return FullSearch(spec=spec, game=game, evaluate=evaluate)
 
 
 def search_spec(config: Config, *, training: bool, num_simulations: int | None = None) -> SearchSpec:

@@ -48,6 +48,21 @@ class Config:
     max_branches: int = 3  # branches per game at most
     sensible_lambda: float = 0.0  # the sensible agent's lambda in [0, 1] (0 = plain winrate)
     start_queue_size: int = 1024  # start states (SAI branch points) waiting for a free game slot (all devices)
+    # Go-Exploit start-state archives (METHODS.md section 3): a trajectory starts at the initial state with
+    # probability start_state_prob (lambda; 1 = always = AlphaZero), else at a state drawn from an archive of
+    # `archive` states (visited: positions played in self-play; search: nodes expanded by full searches).
+    start_state_prob: float = 1.0
+    archive: Literal["visited", "search"] = "visited"
+    archive_kind: Literal["circular", "reservoir", "expanding"] = "circular"
+    archive_size: int = 16384  # states (all devices)
+    # TDLeaf(lambda) value targets (METHODS.md section 4): 1 = the outcome z (AlphaZero).
+    td_lambda: float = 1.0
+    td_zero_unpredicted: bool = False  # zero positive TDs from opponent moves the PV did not predict
+    # KataGo's playout caps (METHODS.md section 6): a full search with probability full_search_prob (trained
+    # on), else a fast one of fast_simulations (played, not trained on); 1 = every move full = AlphaZero.
+    full_search_prob: float = 1.0
+    fast_simulations: int = 8
+    forced_playouts_k: float = 0.0  # forced playouts and policy-target pruning (KataGo: 2; PUCT only); 0 = off
     # self-play and replay
     num_envs: int = 256  # games in flight (over all devices)
     moves_per_step: int = 8  # self-play moves per loop step
@@ -89,7 +104,7 @@ class Config:
         positive = ["num_blocks", "num_channels", "num_simulations", "num_envs", "moves_per_step",
                     "replay_size", "batch_size", "num_steps", "log_every", "checkpoint_every",
                     "eval_games", "eval_simulations", "eval_opponent_simulations",
-                    "max_num_considered_actions", "start_queue_size"]
+                    "max_num_considered_actions", "start_queue_size", "archive_size", "fast_simulations"]
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -128,6 +143,21 @@ class Config:
             raise ValueError(f"max_branches must be >= 0, got {self.max_branches}")
         if self.sensible_lambda > 0 and self.value_head != "sai":
             raise ValueError(f"sensible_lambda={self.sensible_lambda} needs value_head='sai' (the sigmoid heads)")
+        for name in ("start_state_prob", "full_search_prob"):
+            if not 0 < getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in (0, 1], got {getattr(self, name)}")
+        if not 0 <= self.td_lambda <= 1:
+            raise ValueError(f"td_lambda must be in [0, 1], got {self.td_lambda}")
+        if self.forced_playouts_k < 0:
+            raise ValueError(f"forced_playouts_k must be >= 0, got {self.forced_playouts_k}")
+        if self.value_head == "sai" and (self.start_state_prob < 1 or self.td_lambda < 1 or self.td_zero_unpredicted):
+            raise ValueError("Go-Exploit starts and TDLeaf targets do not combine with value_head='sai' "
+                             "(SAI has its own game starts and trains on z with kbar)")
+        if self.full_search_prob < 1 and self.fast_simulations >= self.num_simulations:
+            raise ValueError(f"fast_simulations ({self.fast_simulations}) must be below num_simulations "
+                             f"({self.num_simulations}) for playout caps")
+        if self.forced_playouts_k > 0 and (self.search != "puct" or self.n_scl is not None):
+            raise ValueError("forced_playouts_k > 0 needs search='puct' without search-contempt (n_scl=None)")
         if self.dirichlet_alpha <= 0:
             raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
         if not 0 <= self.lr_end_fraction <= 1:

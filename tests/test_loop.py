@@ -162,6 +162,35 @@ def test_step_plays_writes_and_learns(tiny_overrides):
     assert any(jax.tree.leaves(changed))
 
 
+SWITCHES_OVERRIDES = dict(moves_per_step=16, num_steps=3, replay_size=256)  # games end and SGD runs
+
+
+def test_every_method_at_its_off_values_is_alphazero_bit_for_bit(tiny_overrides):
+    """Go-Exploit at lambda = 1 (a search-states archive still filled), TDLeaf at lambda = 1 (its lambda-return
+    pass still run) and playout caps at p = 1: the loop's metrics and parameters are AlphaZero's, bit for bit."""
+    from azjax.methods.go_exploit import ArchiveStarts
+    from azjax.methods.playout_cap import PlayoutCapSearch
+    from azjax.methods.tdleaf import TDLeafTargets
+    from azjax.train.loop import Seams
+
+    cfg = preset("connect_four", **{**tiny_overrides, **SWITCHES_OVERRIDES, "value_target_q_weight": 0.5})
+    az = Trainer(cfg)
+    assert isinstance(az.targets, OutcomeTargets) and isinstance(az.value, TanhValue)
+    off = Seams(search=PlayoutCapSearch(az.spec, az.game, az.evaluate, full_prob=1.0, fast_simulations=2),
+                value=az.value, starts=ArchiveStarts(az.game, start_state_prob=1.0, population="search"),
+                targets=TDLeafTargets(lam=1.0, q_weight=0.5))
+    methods = Trainer(cfg, seams=off)
+    a, b = az.init(0), methods.init(0)
+    for _ in range(cfg.num_steps):
+        (a, ma), (b, mb) = az.step(a), methods.step(b)
+        for k, x in ma.items():
+            assert np.asarray(x).tobytes() == np.asarray(mb[k]).tobytes(), k
+    assert bool(ma["sgd_applied"]) and int(mb["archive_size"]) > 1 and int(ma["games"]) + int(mb["games"]) > 0
+    for x, y in zip(jax.tree.leaves(a.params), jax.tree.leaves(b.params), strict=True):
+        assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
+    np.testing.assert_array_equal(a.replay.value, b.replay.value)
+
+
 def _deterministic(rows):
     return [{k: r[k] for k in METRIC_COLUMNS} for r in rows]
 

@@ -12,7 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.games import STANDARD_FEN, Chess, Game, GameState, Go, board_lead_black, chess_state_from_fen
+from azjax.games import STANDARD_FEN, Chess, Game, GameState, Go, board_arrays, chess_state_from_fen
 
 
 @functools.lru_cache(maxsize=64)
@@ -159,7 +159,7 @@ class Position:
         """Go: Black's Tromp-Taylor area lead minus komi (positive: Black wins)."""
         if not self.is_go:
             raise ValueError(f"scoring applies to Go only, not {self.game.name}")
-        return float(board_lead_black(self.state.env._x, self.game.size)) - self.komi  # type: ignore[attr-defined]
+        return float(self.game.black_margin(self.state))  # type: ignore[attr-defined]
 
     def outcome(self) -> float | None:
         """Finished games: the result for the player who moved first from the start (+1, 0, -1)."""
@@ -192,5 +192,5 @@ def color_to_move(game: Game, state: GameState, num_moves: int) -> str:
     if isinstance(game, Go):
         return "b" if int(game.color_to_move(state)) == 0 else "w"
     if isinstance(game, Chess):
-        return "w" if int(np.asarray(state.env._x.color)) == 0 else "b"
+        return "w" if int(np.asarray(board_arrays(state).color)) == 0 else "b"
     return "b" if num_moves % 2 == 0 else "w"

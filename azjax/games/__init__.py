@@ -225,6 +225,13 @@ class Go(Game):
         return self._check_legal(state, (self.size - rank) * self.size + col, text)
 
 
+def board_arrays(states: GameState) -> Any:
+    """pgx's own state of the board (its private `_x`: chess `board`, `color`, `en_passant`, ...; Go `board`,
+    `color`, ...), batched as `states` are. The one door to it outside this module, for rules code such as a
+    material count."""
+    return states.env._x
+
+
 def board_lead_black(x: pgx_go.GameState, size: int) -> Array:
     """float32 []: Black's area minus White's area (stones + surrounded empty points), before komi."""
     scores = pgx_go._count_scores(x, size)

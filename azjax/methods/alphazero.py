@@ -8,14 +8,18 @@ from the config, and the loop (`azjax.train.loop`) calls only the seams, with no
     the komi (`azjax.methods.sai.SigmoidKomiValue`).
   * `GameStarts`: where a restarting slot's game comes from. AlphaZero: `game.init` (`NewGames`). SAI: a komi
     drawn from the empty board's sigmoid, and branch starts queued from finished games (`azjax.methods.sai.KomiStarts`).
-    Go-Exploit would draw from an archive of visited states here.
+    Go-Exploit: a trajectory starts at the initial state with probability lambda, else at a state of an archive
+    of visited or searched states (`azjax.methods.go_exploit.ArchiveStarts`).
   * `Targets`: what the replay records per position from the search, how a finished game turns its positions
     into value targets, which positions are trained on, and the value target of a sampled position.
     AlphaZero: the outcome z, or the mix (1 - w) z + w q with the root search value q (`OutcomeTargets`).
-    TDLeaf(lambda) would record the principal variation's leaf value and form lambda-returns at game end;
-    playout-cap randomisation would record which moves had the full search and train on those only.
-  * The search policy is the fourth seam: `azjax.search.run_search` over a `SearchSpec` (search-contempt is
-    its `n_scl`, `azjax.search.contempt`).
+    TDLeaf(lambda) records the principal variation's leaf value and forms lambda-returns at game end
+    (`azjax.methods.tdleaf.TDLeafTargets`).
+  * `SearchPolicy`: how each position of self-play is searched, what the replay keeps as its policy target,
+    and which positions are trained on. AlphaZero: one search of the config's budget (`FullSearch`,
+    `azjax.search.run_search` over a `SearchSpec`; search-contempt is its `n_scl`), every position trained on.
+    KataGo's playout caps search most moves fast and train on the full searches only
+    (`azjax.methods.playout_cap.PlayoutCapSearch`).
 
 Per-position records are dicts of [B] arrays, kept in the replay under their names (`Replay.extras`).
 """
@@ -24,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -32,11 +36,78 @@ import mctx
 
 from azjax import replay as rb
 from azjax.games import Game, GameState
-from azjax.search import Evaluator, ParentAwareEvaluator, network_evaluator
+from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec, network_evaluator, run_search
 
 Array = jax.Array
 Records = dict[str, Array]  # name -> [B] (or [batch] when sampled): what the replay keeps per position
 ApplyFn = Callable[..., tuple[Array, ...]]  # the network: (params, observation [B, ...]) -> outputs
+
+
+# ---------------------------------------------------------------- the search policy
+
+
+class Searched(NamedTuple):
+    """One move's search of the B games in flight.
+
+    out: mctx's PolicyOutput (`action` [B], `action_weights` [B, A], `search_tree` [B, N nodes]).
+    policy_target: float32 [B, A], what the replay keeps as pi (AlphaZero: `out.action_weights`).
+    trained: bool [B], the positions SGD may train on (AlphaZero: all).
+    """
+
+    out: mctx.PolicyOutput
+    policy_target: Array
+    trained: Array
+
+
+class SearchPolicy(Protocol):
+    """How self-play searches each position: the search, its policy target and which positions train."""
+
+    spec: SearchSpec  # the full search's settings (the move chooser reads its kind)
+    records: tuple[str, ...]  # the names `record` gives
+    columns: tuple[str, ...]  # the metrics the method adds to each loop step's row (see `row`)
+
+    def search(self, params: Any, key: Array, states: GameState) -> tuple[Searched, dict[str, Array]]:
+        """Searches every position [B]; returns the search and per-move statistics (summed over the step)."""
+        ...
+
+    def record(self, searched: Searched) -> Records:
+        """What to keep of each searched position (e.g. whether it had the full search)."""
+        ...
+
+    def trainable(self, replay: rb.Replay) -> Array:
+        """bool [N]: the entries this search policy lets SGD sample (and-ed with the targets' own)."""
+        ...
+
+    def row(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        """The method's columns of a metrics.csv row from the loop step's metrics (host values)."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class FullSearch:
+    """AlphaZero: every position gets the search of `spec` and is trained on with its `action_weights`
+    (PUCT: the visit distribution; Gumbel: the improved policy)."""
+
+    spec: SearchSpec
+    game: Game
+    evaluate: Evaluator | ParentAwareEvaluator
+    records: tuple[str, ...] = ()
+    columns: tuple[str, ...] = ()
+
+    def search(self, params: Any, key: Array, states: GameState) -> tuple[Searched, dict[str, Array]]:
+        out = run_search(self.spec, self.game, self.evaluate, params, key, states)
+        return Searched(out, out.action_weights, jnp.ones(out.action.shape, jnp.bool_)), {}
+
+    def record(self, searched: Searched) -> Records:
+        del searched
+        return {}
+
+    def trainable(self, replay: rb.Replay) -> Array:
+        return jnp.ones_like(replay.has_target)
+
+    def row(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        del metrics
+        return {}
 
 
 # ---------------------------------------------------------------- the value head
@@ -102,11 +173,11 @@ class GameStarts(Protocol):
         """Once per loop step, before its moves: what every restart of the step shares (e.g. a net read-out)."""
         ...
 
-    def restart(self, key: Array, params: Any, context: Any, states: GameState, slots: Any, pool: Any,
-                ended: Array) -> tuple[GameState, Any, Any, dict[str, Array]]:
+    def restart(self, key: Array, params: Any, context: Any, states: GameState, searched: Searched, slots: Any,
+                pool: Any, ended: Array) -> tuple[GameState, Any, Any, dict[str, Array]]:
         """The games [B] for the slots whose game `ended` ([B] bool) on this move (rows of other slots are
         ignored), the new slots and pool, and per-move statistics (summed over the step's moves).
-        `states` are the positions searched on this move."""
+        `states` are the positions searched on this move, `searched` their search."""
         ...
 
     def step_metrics(self, context: Any, pool: Any) -> tuple[dict[str, Array], dict[str, Array]]:
@@ -133,9 +204,9 @@ class NewGames:
         del params
         return None
 
-    def restart(self, key: Array, params: Any, context: Any, states: GameState, slots: Any, pool: Any,
-                ended: Array) -> tuple[GameState, Any, Any, dict[str, Array]]:
-        del params, context, states
+    def restart(self, key: Array, params: Any, context: Any, states: GameState, searched: Searched, slots: Any,
+                pool: Any, ended: Array) -> tuple[GameState, Any, Any, dict[str, Array]]:
+        del params, context, states, searched
         fresh = jax.vmap(self.game.init)(jax.random.split(key, ended.shape[0]))
         return fresh, slots, pool, {}
 
@@ -156,12 +227,14 @@ class Targets(Protocol):
 
     records: tuple[str, ...]  # the names `record` gives
 
-    def record(self, out: mctx.PolicyOutput, states: GameState) -> Records:
-        """What to keep of each searched position [B] besides its observation, policy target and player."""
+    def record(self, searched: Searched, states: GameState, action: Array) -> Records:
+        """What to keep of each searched position [B] besides its observation, policy target and player;
+        `action` [B] is the move played from it."""
         ...
 
-    def game_ended(self, replay: rb.Replay, ended: Array, game_id: Array, rewards: Array) -> rb.Replay:
-        """Gives the stored positions of the games that `ended` ([B]) their targets (and makes them trainable)."""
+    def game_ended(self, replay: rb.Replay, ptr: Array, ended: Array, game_id: Array, rewards: Array) -> rb.Replay:
+        """Gives the stored positions of the games that `ended` ([B]) their targets (and makes them trainable).
+        `ptr`: where this move's positions were written (entries [ptr, ptr + B), the newest)."""
         ...
 
     def trainable(self, replay: rb.Replay) -> Array:
@@ -184,11 +257,12 @@ class OutcomeTargets:
     def records(self) -> tuple[str, ...]:
         return ("root_value",) if self.q_weight > 0 else ()
 
-    def record(self, out: mctx.PolicyOutput, states: GameState) -> Records:
-        del states
-        return {"root_value": out.search_tree.node_values[:, 0]} if self.q_weight > 0 else {}
+    def record(self, searched: Searched, states: GameState, action: Array) -> Records:
+        del states, action
+        return {"root_value": searched.out.search_tree.node_values[:, 0]} if self.q_weight > 0 else {}
 
-    def game_ended(self, replay: rb.Replay, ended: Array, game_id: Array, rewards: Array) -> rb.Replay:
+    def game_ended(self, replay: rb.Replay, ptr: Array, ended: Array, game_id: Array, rewards: Array) -> rb.Replay:
+        del ptr
         return rb.fill_outcomes(replay, ended, game_id, rewards)
 
     def trainable(self, replay: rb.Replay) -> Array:

@@ -21,10 +21,15 @@ normalised Q of its qtransform), so "would have been chosen" means what it meant
 
 Off values reduce to AlphaZero: p = 1 draws full searches everywhere (all trained on); k = 0 forces and
 prunes nothing (`forced_muzero_policy` is `mctx.muzero_policy`, the pruned target is the visit distribution).
+
+In the loop (`PlayoutCapSearch`, the search-policy seam) one coin per move decides for all the games of a
+device at once: a batch shares one search budget, so a per-game coin would save no compute. The expected
+share of full searches is p as in KataGo; the games of one move are correlated, the moves are not.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from typing import Any
 
@@ -33,6 +38,10 @@ import jax
 import jax.numpy as jnp
 import mctx
 
+from azjax import replay as rb
+from azjax.games import Game, GameState
+from azjax.methods.alphazero import Searched
+from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec, run_search, search_inputs
 from azjax.search.contempt import (
     _add_dirichlet_noise,
     _apply_temperature,
@@ -41,10 +50,12 @@ from azjax.search.contempt import (
 )
 
 __all__ = [
+    "PlayoutCapSearch",
     "draw_full_search",
     "forced_muzero_policy",
     "forced_playouts",
     "forced_root_action_selection",
+    "pad_tree",
     "prune_visit_counts",
     "pruned_policy_target",
     "puct_parts",
@@ -162,3 +173,91 @@ def pruned_policy_target(tree: mctx.Tree, k: float = 2.0, *, pb_c_init: float = 
     pruned = prune_visit_counts(tree.children_visits[:, 0], *parts, k)
     total = pruned.sum(axis=-1, keepdims=True)
     return jnp.where(total > 0, pruned / jnp.maximum(total, 1.0), summary.visit_probs)
+
+
+def pad_tree(tree: mctx.Tree, num_nodes: int) -> mctx.Tree:
+    """`tree` ([B, n] nodes) grown to `num_nodes` >= n nodes that were never reached (no visits, no parent,
+    no children), so a fast and a full search have one shape. Searches read the same from it."""
+    n = tree.node_visits.shape[1]
+    if num_nodes == n:
+        return tree
+    fill = {"parents": mctx.Tree.NO_PARENT, "action_from_parent": mctx.Tree.NO_PARENT,
+            "children_index": mctx.Tree.UNVISITED}
+
+    def pad(name: str, x: jax.Array) -> jax.Array:
+        widths = [(0, 0)] * x.ndim
+        widths[1] = (0, num_nodes - n)
+        return jnp.pad(x, widths, constant_values=fill.get(name, 0))
+
+    node_fields = ("node_visits", "raw_values", "node_values", "parents", "action_from_parent", "children_index",
+                   "children_prior_logits", "children_visits", "children_rewards", "children_discounts",
+                   "children_values")
+    return tree.replace(**{f: pad(f, getattr(tree, f)) for f in node_fields},
+                        embeddings=jax.tree.map(lambda x: pad("embeddings", x), tree.embeddings))
+
+
+@dataclasses.dataclass(frozen=True)
+class PlayoutCapSearch:
+    """The search-policy seam with KataGo's playout caps (METHODS.md section 6).
+
+    Per move, with probability `full_prob` every game of the device gets the full search (`spec`; with
+    `forced_k` > 0 PUCT with forced playouts and a pruned policy target) and its positions are trained on;
+    otherwise the fast search of `fast_simulations`, without root noise, whose positions are recorded
+    (`full_search` = 0) but never trained on. full_prob = 1 and forced_k = 0 is `FullSearch`, bit for bit.
+    """
+
+    spec: SearchSpec
+    game: Game
+    evaluate: Evaluator | ParentAwareEvaluator
+    full_prob: float
+    fast_simulations: int
+    forced_k: float = 0.0
+    records: tuple[str, ...] = ("full_search",)
+    columns: tuple[str, ...] = ("full_search_share",)
+
+    def __post_init__(self) -> None:
+        if self.forced_k > 0 and (self.spec.kind != "puct" or self.spec.n_scl is not None):
+            raise ValueError("forced playouts need the PUCT search without search-contempt")
+
+    @property
+    def fast_spec(self) -> SearchSpec:
+        return dataclasses.replace(self.spec, num_simulations=self.fast_simulations, dirichlet_fraction=0.0,
+                                   gumbel_scale=0.0)
+
+    def _full(self, params: Any, key: jax.Array, states: GameState) -> tuple[mctx.PolicyOutput, jax.Array]:
+        if self.forced_k == 0:
+            out = run_search(self.spec, self.game, self.evaluate, params, key, states)
+            return out, out.action_weights
+        root, recurrent_fn, invalid = search_inputs(self.game, self.evaluate, params, states)
+        s = self.spec
+        out = forced_muzero_policy(params, key, root, recurrent_fn, s.num_simulations, invalid, k=self.forced_k,
+                                   dirichlet_fraction=s.dirichlet_fraction, dirichlet_alpha=s.dirichlet_alpha,
+                                   pb_c_init=s.pb_c_init)
+        return out, pruned_policy_target(out.search_tree, self.forced_k, pb_c_init=s.pb_c_init)
+
+    def _fast(self, params: Any, key: jax.Array, states: GameState) -> tuple[mctx.PolicyOutput, jax.Array]:
+        out = run_search(self.fast_spec, self.game, self.evaluate, params, key, states)
+        out = out.replace(search_tree=pad_tree(out.search_tree, self.spec.num_simulations + 1))
+        return out, out.action_weights
+
+    def search(self, params: Any, key: jax.Array, states: GameState) -> tuple[Searched, dict[str, jax.Array]]:
+        b = states.current_player.shape[0]
+        if self.full_prob >= 1:
+            out, target = self._full(params, key, states)
+            full = jnp.bool_(True)
+        else:
+            full = draw_full_search(jax.random.fold_in(key, 1), (), self.full_prob)
+            out, target = jax.lax.cond(full, self._full, self._fast, params, key, states)
+        trained = jnp.broadcast_to(full, (b,))
+        return Searched(out, target, trained), {"full_search_moves": trained.sum(dtype=jnp.int32),
+                                                "searched_moves": jnp.int32(b)}
+
+    def record(self, searched: Searched) -> dict[str, jax.Array]:
+        return {"full_search": searched.trained.astype(jnp.float32)}
+
+    def trainable(self, replay: rb.Replay) -> jax.Array:
+        return replay.extras["full_search"] > 0
+
+    def row(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        moves = int(metrics["searched_moves"])
+        return {"full_search_share": int(metrics["full_search_moves"]) / moves if moves else float("nan")}

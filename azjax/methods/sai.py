@@ -18,7 +18,7 @@ This module holds the pieces, each a small pure function:
     queue when it ends);
   * read-outs: `Readout` / `readout` (score estimate, beta, winrate against komi) for `azjax analyze`.
 
-Go only: a state's colour to move is `state.env._x.color` (0 = Black) and its komi `state.komi`.
+Go only: a state's colour to move is `board_arrays(state).color` (0 = Black) and its komi `state.komi`.
 """
 
 from __future__ import annotations
@@ -33,8 +33,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from azjax.games import Game, GameState
+from azjax.games import Game, GameState, board_arrays
 from azjax.methods import start_states as ss
+from azjax.methods.alphazero import Searched
 from azjax.search import Evaluator, ParentAwareEvaluator
 
 Array = jax.Array
@@ -54,7 +55,7 @@ def beta_scale(intersections: int) -> float:
 
 def black_to_move(states: GameState) -> Array:
     """bool [...]: Black is to move (Go)."""
-    return states.env._x.color == 0
+    return board_arrays(states).color == 0
 
 
 def signed_komi(komi: Array, black: Array) -> Array:
@@ -348,11 +349,13 @@ class KomiStarts:
     def prepare(self, params: Any) -> tuple[Array, Array]:
         return self.empty_board_sigmoid(params)
 
-    def restart(self, key: Array, params: Any, context: Any, states: GameState, slots: SlotStarts,
-                pool: ss.StartStates, ended: Array) -> tuple[GameState, SlotStarts, ss.StartStates, dict[str, Array]]:
+    def restart(self, key: Array, params: Any, context: Any, states: GameState, searched: Searched,
+                slots: SlotStarts, pool: ss.StartStates,
+                ended: Array) -> tuple[GameState, SlotStarts, ss.StartStates, dict[str, Array]]:
         """Branch starts from the queue first (oldest first), then new games with komi from the empty board's
         sigmoid (`context`). Before that, this move's positions of standard games (not of branch games) may
         become branch points, and the branch points of the games that ended join the queue."""
+        del searched
         b = ended.shape[0]
         k_branch, k_komi, k_games = jax.random.split(key, 3)
         branches, stats = slots.branches, {}

@@ -30,15 +30,19 @@ for the player at its first node is r_1 + g_1 (r_2 + g_2 (... + g_k v_leaf)), wh
 
 from __future__ import annotations
 
+import dataclasses
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import mctx
 
-from azjax.methods.alphazero import mix_with_q
+from azjax import replay as rb
+from azjax.games import GameState
+from azjax.methods.alphazero import Records, Searched, mix_with_q
 
-__all__ = ["PrincipalVariation", "lambda_returns", "mix_with_q", "move_predicted", "principal_variation"]
+__all__ = ["PrincipalVariation", "TDLeafTargets", "lambda_returns", "mix_with_q", "move_predicted",
+           "principal_variation", "ring_lambda_returns"]
 
 
 class PrincipalVariation(NamedTuple):
@@ -145,3 +149,84 @@ def lambda_returns(leaf_value: jax.Array, player: jax.Array, outcome: jax.Array,
         correction = err + jnp.where(players[0], c_all[:, 0], c_all[:, 1])
     # z + 0 is z except for z = -0.0; `where` keeps z itself wherever the correction vanishes.
     return jnp.where(correction == 0, z, z + correction)
+
+
+def ring_lambda_returns(replay: rb.Replay, ptr: jax.Array, num_slots: int, lam: float,
+                        zero_unpredicted: bool) -> jax.Array:
+    """float32 [N]: the lambda-returns of every replay entry, the replay's ring read as trajectories.
+
+    The loop writes B = `num_slots` positions per move, so row r of the [N / B, B] view holds one move of
+    every game slot and column b one slot's positions in time order, starting after the newest row
+    (`ptr // B`). Consecutive rows of a column are one trajectory while their game id is the same. Outcomes
+    are `replay.value` (meaningful where `has_target`); records `pv_value` (and, with `zero_unpredicted`,
+    `pv_first`, `pv_second`, `action`) are the loop's (`TDLeafTargets.record`).
+    """
+    rows = replay.value.shape[0] // num_slots
+    order = (ptr // num_slots + 1 + jnp.arange(rows)) % rows  # oldest row first
+    view = lambda x: x.reshape(rows, num_slots)[order]  # noqa: E731
+    game = view(replay.game_id)
+    same_next = jnp.concatenate([game[1:] == game[:-1], jnp.zeros((1, num_slots), jnp.bool_)]) & (game >= 0)
+    predicted = None
+    if zero_unpredicted:
+        pv = jnp.stack([view(replay.extras["pv_first"]), view(replay.extras["pv_second"])], axis=-1).astype(jnp.int32)
+        action = view(replay.extras["action"]).astype(jnp.int32)
+        # The move at j (from j to j + 1) was predicted by the search at j - 1 of the same game.
+        by_prev = move_predicted(pv[:-1], action[:-1], action[1:]) & same_next[:-1]
+        predicted = jnp.concatenate([jnp.zeros((1, num_slots), jnp.bool_), by_prev])
+    g = lambda_returns(view(replay.extras["pv_value"]), view(replay.player), view(replay.value), same_next, lam,
+                       predicted)
+    # Back from time order to the ring's entries.
+    return jnp.zeros((rows, num_slots), jnp.float32).at[order].set(g).reshape(-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class TDLeafTargets:
+    """The targets seam with TDLeaf(lambda) value targets: each position records its principal variation's
+    leaf value; when a game ends its positions get the lambda-returns in place of z (perspective-correct for
+    two players, z in place of the last leaf value), mixed with q as z is (`mix_with_q`).
+
+    lam = 1 gives AlphaZero's `OutcomeTargets` bit for bit. `zero_unpredicted`: a positive TD caused by an
+    opponent move the principal variation did not predict is set to 0 (KnightCap).
+    """
+
+    lam: float
+    zero_unpredicted: bool = False
+    q_weight: float = 0.0
+
+    @property
+    def records(self) -> tuple[str, ...]:
+        names = ("pv_value",) + (("pv_first", "pv_second", "action") if self.zero_unpredicted else ())
+        return names + (("root_value",) if self.q_weight > 0 else ())
+
+    def record(self, searched: Searched, states: GameState, action: jax.Array) -> Records:
+        del states
+        tree = searched.out.search_tree
+        pv = principal_variation(tree)
+        records = {"pv_value": pv.value}
+        if self.zero_unpredicted:
+            second = pv.actions[:, 1] if pv.actions.shape[1] > 1 else jnp.full_like(action, -1)
+            records.update(pv_first=pv.actions[:, 0].astype(jnp.float32), pv_second=second.astype(jnp.float32),
+                           action=action.astype(jnp.float32))
+        if self.q_weight > 0:
+            records["root_value"] = tree.node_values[:, 0]
+        return records
+
+    def game_ended(self, replay: rb.Replay, ptr: jax.Array, ended: jax.Array, game_id: jax.Array,
+                   rewards: jax.Array) -> rb.Replay:
+        filled = rb.fill_outcomes(replay, ended, game_id, rewards)
+        new = filled.has_target & ~replay.has_target
+        # Only a move on which a game ended changes targets; most moves skip the pass over the ring.
+        value = jax.lax.cond(
+            new.any(),
+            lambda: jnp.where(new, ring_lambda_returns(filled, ptr, ended.shape[0], self.lam, self.zero_unpredicted),
+                              filled.value),
+            lambda: filled.value)
+        return filled.replace(value=value)
+
+    def trainable(self, replay: rb.Replay) -> jax.Array:
+        return replay.has_target
+
+    def value_target(self, z: jax.Array, recorded: Records) -> jax.Array:
+        if "root_value" not in recorded:
+            return z
+        return mix_with_q(z, recorded["root_value"], self.q_weight)

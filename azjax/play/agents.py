@@ -32,7 +32,7 @@ import mctx
 
 from azjax.build import cached_evaluator, search_spec
 from azjax.config import Config
-from azjax.games import Game, GameState
+from azjax.games import Game, GameState, board_arrays
 from azjax.play.material import capture_values
 from azjax.search import Evaluator, SearchSpec, game_recurrent_fn, mask_logits, run_search, searched_choice
 
@@ -86,7 +86,8 @@ def random_agent(game: Game, name: str = "random") -> Agent:
 
 def _material_act(params: Any, key: jax.Array, states: GameState) -> jax.Array:
     del params
-    gain = capture_values(states.env._x.board, states.env._x.en_passant)  # whole pawns: 0, 1, 3, 5, 8, 9
+    x = board_arrays(states)
+    gain = capture_values(x.board, x.en_passant)  # whole pawns: 0, 1, 3, 5, 8, 9
     noise = 0.5 * jax.random.uniform(key, gain.shape)  # breaks ties (all quiet moves) at random, nothing else
     return jnp.argmax(jnp.where(states.legal_action_mask, gain + noise, -1.0), axis=-1).astype(jnp.int32)
 

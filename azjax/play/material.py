@@ -7,7 +7,7 @@
 with `value` [B] from the view of the player to move and `logits` [B, 4672] the prior over moves.
 `params` is ignored (pass None). Everything is vectorised and jittable.
 
-Value. pgx keeps the chess board from the mover's side: `states.env._x.board` is int [64] with the
+Value. pgx keeps the chess board from the mover's side: `board_arrays(states).board` is int [64] with the
 mover's pieces positive (1..6 = P, N, B, R, Q, K) and the opponent's negative. The material
 difference in pawns is
 
@@ -41,7 +41,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.games import GameState
+from azjax.games import GameState, board_arrays
 
 # P, N, B, R, Q, K (index = pgx piece code; 0 = empty). The king has no material value.
 PIECE_VALUES = (0.0, 1.0, 3.0, 3.0, 5.0, 9.0, 0.0)
@@ -121,7 +121,7 @@ def _material_evaluator(scale: float, mobility: float, capture_prior: float):
 
     def evaluate(params: Any, states: GameState) -> tuple[jax.Array, jax.Array]:
         del params
-        x = states.env._x
+        x = board_arrays(states)
         legal = states.legal_action_mask
         diff = material_diff(x.board)
         if mobility:
@@ -157,7 +157,7 @@ def adjudicate_by_material(
       outcomes: float [N] from the first mover's view.
       threshold: pawns (e.g. 3: a minor piece).
     """
-    diff = np.asarray(material_diff(jnp.asarray(final_states.env._x.board)), np.float64)
+    diff = np.asarray(material_diff(jnp.asarray(board_arrays(final_states).board)), np.float64)
     first_to_move = np.asarray(length) % 2 == 0
     diff_first = np.where(first_to_move, diff, -diff)
     judged = np.where(diff_first >= threshold, 1.0, np.where(diff_first <= -threshold, -1.0, 0.0))

@@ -153,6 +153,17 @@ def make_recurrent_fn(game: Game, evaluate: Evaluator | ParentAwareEvaluator) ->
     return game_recurrent_fn(game, plain_leaf)
 
 
+def search_inputs(game: Game, evaluate: Evaluator | ParentAwareEvaluator, params: Any,
+                  states: GameState) -> tuple[mctx.RootFnOutput, mctx.RecurrentFn, jax.Array]:
+    """What any mctx policy needs to search from `states` ([B] games): (root, recurrent_fn, invalid_actions
+    [B, A])."""
+    root = root_fn(game, evaluate, params, states)
+    invalid = ~states.legal_action_mask
+    # A finished game has no legal move; give mctx something to search (the result is unused).
+    invalid = jnp.where(invalid.all(axis=-1, keepdims=True), False, invalid)
+    return root, make_recurrent_fn(game, evaluate), invalid
+
+
 def run_search(
     spec: SearchSpec,
     game: Game,
@@ -166,11 +177,7 @@ def run_search(
     Returns mctx's PolicyOutput: `action` [B], `action_weights` [B, A] (PUCT: visit distribution;
     Gumbel: the improved policy), `search_tree`.
     """
-    root = root_fn(game, evaluate, params, states)
-    invalid = ~states.legal_action_mask
-    # A finished game has no legal move; give mctx something to search (the result is unused).
-    invalid = jnp.where(invalid.all(axis=-1, keepdims=True), False, invalid)
-    recurrent_fn = make_recurrent_fn(game, evaluate)
+    root, recurrent_fn, invalid = search_inputs(game, evaluate, params, states)
     if spec.kind == "gumbel":
         return contempt_gumbel_muzero_policy(
             params=params,

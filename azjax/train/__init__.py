@@ -49,7 +49,7 @@ EVAL_COLUMNS = ["step", "time_s", "opponent", "games", "wins", "draws", "losses"
 
 def metric_columns(trainer: Trainer) -> list[str]:
     """The loop's columns of metrics.csv for a trainer's config (without the timing columns)."""
-    return METRIC_COLUMNS + list(trainer.value.columns) + list(trainer.starts.columns)
+    return METRIC_COLUMNS + list(trainer.value.columns) + list(trainer.starts.columns) + list(trainer.search.columns)
 
 
 @dataclass
@@ -132,6 +132,7 @@ def step_row(trainer: Trainer, step: int, moves: int, m: dict[str, Any]) -> dict
         "unvisited_greedy_moves": int(m["unvisited_greedy_moves"]),
         **{k: float(m.get(k, math.nan)) for k in trainer.value.columns},  # legacy heads: no *_active
         **trainer.starts.row(m),
+        **trainer.search.row(m),
     }
 
 

@@ -15,14 +15,14 @@ One loop step, in AlphaZero's terms:
     repeat sgd_steps_per_step times (once the replay holds min_replay_size finished positions):
         theta <- theta - lr * grad[ CE(pi, p) + (z - v)^2 + c ||theta||^2 ]
 
-The loop knows no method: it calls three seams (`azjax.methods.alphazero`), which `azjax.build` fills from
-the config, AlphaZero's behaviour by default:
+The loop knows no method: it calls four seams (`azjax.methods.alphazero`), which `azjax.build` fills from
+the config (`Seams`), AlphaZero's behaviour by default:
 
+    search policy how positions are searched and which train (AZ: one search, all; playout caps: full or fast)
     value head    how net outputs become the search's and the loss's value (AZ: tanh; SAI: sigmoid in komi)
-    game starts   where a restarting slot's game comes from (AZ: game.init; SAI: komi draw, branch queue)
-    targets       what the replay records and the value target (AZ: z, or the z/q mix)
-
-and the search policy (`SearchSpec`: PUCT or Gumbel, search-contempt's n_scl).
+    game starts   where a restarting slot's game comes from (AZ: game.init; SAI: komi draw, branch queue;
+                  Go-Exploit: an archive of visited or searched states)
+    targets       what the replay records and the value target (AZ: z, or the z/q mix; TDLeaf: lambda-returns)
 
 The step runs data-parallel under `jax.shard_map` over a 1-D mesh of all devices (across hosts
 after `jax.distributed.initialize()`): games and replay are split along the `data` axis,
@@ -46,19 +46,19 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from azjax import replay as rb
-from azjax.build import config_game, game_starts, init_params, make_network, search_spec, targets, value_head
+from azjax.build import config_game, game_starts, init_params, make_network, search_policy, targets, value_head
 from azjax.config import Config
 from azjax.games import Game, GameState
 from azjax.games.augment import augment
-from azjax.methods.alphazero import GameStarts, Records, Targets, ValueHead
+from azjax.methods.alphazero import GameStarts, Records, SearchPolicy, Targets, ValueHead
 from azjax.network import PolicyValueNet, head_health
-from azjax.search import SearchSpec, choose_move, root_visit_counts, run_search
+from azjax.search import SearchSpec, choose_move, root_visit_counts
 
 AXIS = "data"
 
 
 @struct.dataclass
-class Actors:
+class GamesInFlight:
     """The games in flight, [B] each.
 
     state: the games. game_id: per-slot counter of games started in that slot.
@@ -76,7 +76,9 @@ class Actors:
 
 @struct.dataclass
 class LoopState:
-    actors: Actors
+    """Everything one loop step reads and writes, on device. (`actors` keeps its name: checkpoints key on it.)"""
+
+    actors: GamesInFlight  # the self-play games in flight
     replay: rb.Replay
     params: Any
     opt_state: Any
@@ -166,23 +168,43 @@ def local_sizes(config: Config, num_devices: int) -> LocalSizes:
     replay = (config.replay_size // num_devices) // envs * envs
     if replay < envs:
         raise ValueError(f"replay_size={config.replay_size} is smaller than num_envs={config.num_envs}")
-    queue = max(1, config.start_queue_size // num_devices)
+    pool = config.archive_size if config.start_state_prob < 1 else config.start_queue_size
+    queue = max(1, pool // num_devices)
     return LocalSizes(num_devices, envs, replay, config.batch_size // num_devices, queue)
 
 
-class Trainer:
-    """Builds and holds the jitted init and step functions for one config."""
+@dataclasses.dataclass(frozen=True)
+class Seams:
+    """The loop's four seams (`azjax.methods.alphazero`)."""
 
-    def __init__(self, config: Config, devices: list[jax.Device] | None = None):
+    search: SearchPolicy
+    value: ValueHead
+    starts: GameStarts
+    targets: Targets
+
+
+def config_seams(config: Config, game: Game, net: PolicyValueNet) -> Seams:
+    """The seams a config asks for: AlphaZero's unless it switches a method on (`azjax.build`)."""
+    value = value_head(config)
+    return Seams(search=search_policy(config, game, value.evaluator(net.apply)), value=value,
+                 starts=game_starts(config, game, net), targets=targets(config))
+
+
+class Trainer:
+    """Builds and holds the jitted init and step functions for one config (and, for tests that compare a
+    method at its off values with AlphaZero, optionally seams other than the config's)."""
+
+    def __init__(self, config: Config, devices: list[jax.Device] | None = None, seams: Seams | None = None):
         self.config = config
         self.game: Game = config_game(config)
         self.net: PolicyValueNet = make_network(config, self.game)
-        # The seams (azjax.methods.alphazero), AlphaZero's unless the config switches a method on.
-        self.value: ValueHead = value_head(config)
-        self.starts: GameStarts = game_starts(config, self.game, self.net)
-        self.targets: Targets = targets(config)
+        seams = seams or config_seams(config, self.game, self.net)
+        self.search: SearchPolicy = seams.search
+        self.value: ValueHead = seams.value
+        self.starts: GameStarts = seams.starts
+        self.targets: Targets = seams.targets
         self.evaluate = self.value.evaluator(self.net.apply)
-        self.spec: SearchSpec = search_spec(config, training=True)
+        self.spec: SearchSpec = self.search.spec
         self.sgd_info_keys = sorted(jax.eval_shape(self._sgd_info_shapes).keys())
         self.optimizer = make_optimizer(config)
         devices = list(devices) if devices is not None else jax.devices()
@@ -235,6 +257,10 @@ class Trainer:
 
     # ----- device-local pieces (run inside shard_map) -----
 
+    def trainable(self, replay: rb.Replay) -> jax.Array:
+        """bool [N]: the entries SGD samples: with their targets, and allowed by the search policy."""
+        return self.targets.trainable(replay) & self.search.trainable(replay)
+
     def _device_key(self, key: jax.Array) -> jax.Array:
         """This device's own key: without it every device would play the same games."""
         try:
@@ -251,7 +277,7 @@ class Trainer:
         k_games = self._device_key(k_games)
         games = jax.vmap(self.game.init)(jax.random.split(k_games, b))
         games, slots, pool = self.starts.init(k_games, params, games, self.sizes.start_queue_size)
-        actors = Actors(
+        actors = GamesInFlight(
             state=games,
             game_id=jnp.zeros((b,), jnp.int32),
             first_player=games.current_player,
@@ -259,7 +285,8 @@ class Trainer:
             slots=slots,
         )
         replay = rb.init_replay(self.sizes.replay_size, self.game.observation_shape, self._obs_dtype,
-                                self.game.num_actions, extras=(*self.value.records, *self.targets.records))
+                                self.game.num_actions,
+                                extras=(*self.value.records, *self.targets.records, *self.search.records))
         return LoopState(
             actors=actors,
             replay=replay,
@@ -271,7 +298,7 @@ class Trainer:
             starts=pool,
         )
 
-    def _selfplay_move(self, params: Any, context: Any, carry: tuple[Actors, rb.Replay, jax.Array, Any],
+    def _selfplay_move(self, params: Any, context: Any, carry: tuple[GamesInFlight, rb.Replay, jax.Array, Any],
                        key: jax.Array):
         """Advances every game in flight by one move; returns per-move statistics.
 
@@ -283,7 +310,8 @@ class Trainer:
         state = actors.state
 
         # Search every position, then pick the move: sampled in the temperature window, else the search's own.
-        out = run_search(self.spec, self.game, self.evaluate, params, k_search, state)
+        searched, search_stats = self.search.search(params, k_search, state)
+        out = searched.out
         explore = actors.trajectory_moves < self.config.temperature_moves
         action = choose_move(self.spec, k_act, out, explore)
         visits = jnp.take_along_axis(root_visit_counts(out), action[:, None], axis=1)[:, 0]
@@ -291,12 +319,13 @@ class Trainer:
         # Record the position (with what the value head and the targets need of it), then play the move;
         # the games that end give their positions their targets.
         ptr = (moves * self.sizes.num_envs) % self.sizes.replay_size
-        extras = {**self.value.record(state), **self.targets.record(out, state)}
-        replay = rb.write(replay, ptr, state.observation, out.action_weights, state.current_player,
+        extras = {**self.value.record(state), **self.targets.record(searched, state, action),
+                  **self.search.record(searched)}
+        replay = rb.write(replay, ptr, state.observation, searched.policy_target, state.current_player,
                           actors.game_id, extras)
         next_state = jax.vmap(self.game.step)(state, action)
         ended = next_state.terminated
-        replay = self.targets.game_ended(replay, ended, actors.game_id, next_state.rewards)
+        replay = self.targets.game_ended(replay, ptr, ended, actors.game_id, next_state.rewards)
 
         # Results of the games that ended, from the first mover's view.
         first_reward = jnp.take_along_axis(next_state.rewards, actors.first_player[:, None], axis=1)[:, 0]
@@ -310,14 +339,15 @@ class Trainer:
             # Moves after the temperature window that the search never visited: 0 by construction.
             "unvisited_greedy_moves": (~explore & ~state.terminated & (visits == 0)).sum(),
             "window_moves": (explore & ~state.terminated).sum(),  # moves drawn from the policy target
+            **search_stats,
         }
 
         # Finished games restart at once, from wherever the game-starts seam says.
-        fresh, slots, pool, start_stats = self.starts.restart(k_new, params, context, state, actors.slots, pool,
-                                                              ended)
+        fresh, slots, pool, start_stats = self.starts.restart(k_new, params, context, state, searched, actors.slots,
+                                                              pool, ended)
         stats.update(start_stats)
         restart = lambda new, old: jnp.where(ended.reshape(-1, *([1] * (old.ndim - 1))), new, old)  # noqa: E731
-        actors = Actors(
+        actors = GamesInFlight(
             state=jax.tree.map(restart, fresh, next_state),
             game_id=actors.game_id + ended.astype(jnp.int32),
             first_player=jnp.where(ended, fresh.current_player, actors.first_player),
@@ -329,7 +359,7 @@ class Trainer:
     def _sgd_step(self, carry: tuple[Any, Any], key: jax.Array, replay: rb.Replay):
         params, opt_state = carry
         k_sample, k_aug = jax.random.split(key)
-        idx = rb.sample_indices(self.targets.trainable(replay), k_sample, self.sizes.batch_size)
+        idx = rb.sample_indices(self.trainable(replay), k_sample, self.sizes.batch_size)
         obs, policy = replay.obs[idx], replay.policy[idx]
         recorded = rb.recorded(replay, idx)
         value = self.targets.value_target(replay.value[idx], recorded)
@@ -358,7 +388,7 @@ class Trainer:
         stats.update(start_stats)
 
         # 2. SGD, once the replay holds enough finished positions (on every device).
-        num_targets = jax.lax.pmin(self.targets.trainable(replay).sum(), AXIS)
+        num_targets = jax.lax.pmin(self.trainable(replay).sum(), AXIS)
         ready = (num_targets * self.sizes.num_devices >= cfg.min_replay_size) & (cfg.sgd_steps_per_step > 0)
 
         # No lax.cond here: on XLA's CPU backend, convolution gradients inside control flow (cond,

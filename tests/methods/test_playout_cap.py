@@ -5,6 +5,7 @@ off value equal to plain mctx / the visit-count target, bit for bit."""
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -148,3 +149,86 @@ def test_pruned_target_on_real_trees() -> None:
 def test_forced_root_selection_respects_invalid_actions(k: float) -> None:
     out = _forced(jax.random.key(3), k)
     assert int(out.search_tree.children_visits[0, 0, 4]) == 0
+
+
+# ---------------------------------------------------------------- the search-policy seam
+
+
+def test_a_padded_tree_reads_as_the_tree_it_pads() -> None:
+    from azjax.methods import go_exploit, tdleaf
+
+    tree = _plain(jax.random.key(0)).search_tree
+    padded = pc.pad_tree(tree, SIMS + 21)
+    assert padded.node_visits.shape == (B, SIMS + 21)
+    for name in ("visit_counts", "visit_probs", "value", "qvalues"):
+        np.testing.assert_array_equal(getattr(padded.summary(), name), getattr(tree.summary(), name))
+    for x, y in zip(tdleaf.principal_variation(padded, SIMS), tdleaf.principal_variation(tree), strict=True):
+        np.testing.assert_array_equal(x, y)
+    n = tree.node_visits.shape[1] - 1
+    valid = go_exploit.search_state_candidates(padded, jnp.ones(B, bool),
+                                               get_state=lambda e: _Terminal(jnp.zeros(e.shape, bool)))[1]
+    assert not bool(valid.reshape(B, -1)[:, n:].any()) and bool(valid.reshape(B, -1)[:, :n].any())
+
+
+class _Terminal(NamedTuple):
+    """A stand-in state with only the `terminated` field that `search_state_candidates` reads."""
+
+    terminated: jax.Array
+
+
+def _connect_four_search_policies():
+    from azjax.games import make_game
+    from azjax.methods.alphazero import FullSearch
+    from azjax.search import SearchSpec
+
+    game = make_game("connect_four")
+    w = 0.3 * jax.random.normal(jax.random.key(1), (int(np.prod(game.observation_shape)), game.num_actions + 1))
+
+    def evaluate(params, states):
+        y = states.observation.reshape(states.observation.shape[0], -1).astype(jnp.float32) @ params
+        return y[:, :-1], jnp.tanh(y[:, -1])
+
+    states = jax.vmap(game.init)(jax.random.split(jax.random.key(0), 4))
+    spec = SearchSpec(kind="puct", num_simulations=8)
+    return game, w, evaluate, states, spec, FullSearch(spec, game, evaluate)
+
+
+def test_playout_caps_at_full_prob_one_search_as_alphazero_does_bit_for_bit() -> None:
+    game, w, evaluate, states, spec, full = _connect_four_search_policies()
+    capped = pc.PlayoutCapSearch(spec, game, evaluate, full_prob=1.0, fast_simulations=2)
+    (ours, _), (az, _) = (jax.jit(p.search)(w, jax.random.key(2), states) for p in (capped, full))
+    _same(ours.out, az.out)
+    assert np.asarray(ours.policy_target).tobytes() == np.asarray(az.policy_target).tobytes()
+    assert bool(ours.trained.all()) and bool(az.trained.all())
+
+
+def test_playout_caps_search_fully_with_probability_p_and_train_on_those_moves_only() -> None:
+    from azjax import replay as rb
+
+    game, w, evaluate, states, spec, _ = _connect_four_search_policies()
+    capped = pc.PlayoutCapSearch(spec, game, evaluate, full_prob=0.3, fast_simulations=2)
+    search = jax.jit(capped.search)
+    full, total = [], []
+    for i in range(40):
+        searched, stats = search(w, jax.random.key(i), states)
+        visits = int(searched.out.search_tree.summary().visit_counts[0].sum())
+        assert visits == (8 if bool(searched.trained[0]) else 2)  # a full search or a fast one, for all games
+        assert bool((searched.trained == searched.trained[0]).all())
+        full.append(int(stats["full_search_moves"]))
+        total.append(int(stats["searched_moves"]))
+    share = sum(full) / sum(total)
+    assert 0 < share < 1 and abs(share - 0.3) < 4 * np.sqrt(0.21 / 40)
+    # What the replay keeps decides what trains.
+    replay = rb.init_replay(4, (1,), jnp.float32, 7, extras=capped.records)
+    replay = rb.write(replay, jnp.int32(0), jnp.zeros((4, 1)), searched.policy_target, jnp.zeros(4, jnp.int32),
+                      jnp.zeros(4, jnp.int32), capped.record(searched))
+    np.testing.assert_array_equal(capped.trainable(replay), searched.trained)
+
+
+def test_forced_playouts_give_the_pruned_policy_target() -> None:
+    game, w, evaluate, states, spec, _ = _connect_four_search_policies()
+    forced = pc.PlayoutCapSearch(spec, game, evaluate, full_prob=1.0, fast_simulations=2, forced_k=2.0)
+    searched, _ = jax.jit(forced.search)(w, jax.random.key(3), states)
+    np.testing.assert_array_equal(searched.policy_target, pc.pruned_policy_target(searched.out.search_tree, 2.0))
+    with pytest.raises(ValueError, match="PUCT"):
+        pc.PlayoutCapSearch(spec.__class__(kind="gumbel"), game, evaluate, 1.0, 2, forced_k=2.0)

@@ -225,3 +225,61 @@ def test_lambda_one_is_the_outcome_bit_for_bit_and_composes_with_the_q_mix() -> 
         recorded = {"root_value": q} if targets.records else {}
         assert np.asarray(ours).tobytes() == np.asarray(targets.value_target(z.reshape(-1), recorded)).tobytes()
     assert not np.array_equal(tdleaf.lambda_returns(v, player, z, cont, 0.7), z)
+
+
+# ---------------------------------------------------------------- in the loop: the replay ring and the seam
+
+
+def _ring(lam_view: bool = False):
+    """A replay ring of R = 6 rows x B = 2 slots whose newest row is row 2 (ptr = 4): read from row 3 on,
+    slot 0 holds game 4 (rows 3..0) then game 5 (rows 1, 2); slot 1 holds one game (ids 7) throughout,
+    alternating players, with a pass-like repeat in slot 0."""
+    from azjax import replay as rb
+
+    rows, b = 6, 2
+    order = [3, 4, 5, 0, 1, 2]
+    game = np.zeros((rows, b), np.int32)
+    player = np.zeros((rows, b), np.int32)
+    for t, r in enumerate(order):
+        game[r] = [4 if t < 4 else 5, 7]
+        player[r] = [[0, 1, 1, 0, 0, 1][t], t % 2]
+    rng = np.random.default_rng(1)
+    z = np.where(player == 0, 1.0, -1.0).astype(np.float32)
+    v = rng.uniform(-0.9, 0.9, (rows, b)).astype(np.float32)
+    replay = rb.init_replay(rows * b, (1,), jnp.float32, 3, extras=("pv_value",))
+    replay = replay.replace(game_id=jnp.asarray(game.reshape(-1)), player=jnp.asarray(player.reshape(-1)),
+                            value=jnp.asarray(z.reshape(-1)), has_target=jnp.ones(rows * b, bool),
+                            extras={"pv_value": jnp.asarray(v.reshape(-1))})
+    return replay, order, game, player, z, v
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.7, 1.0])
+def test_ring_lambda_returns_read_each_slot_as_its_trajectories_in_time_order(lam: float) -> None:
+    replay, order, game, player, z, v = _ring()
+    got = np.asarray(tdleaf.ring_lambda_returns(replay, jnp.int32(4), 2, lam, False)).reshape(6, 2)
+    for slot in range(2):
+        g, p, zz, vv = (x[order, slot] for x in (game, player, z, v))
+        cont = np.append(g[1:] == g[:-1], False)
+        np.testing.assert_allclose(got[order, slot], _direct(vv, p, zz, cont, lam), atol=1e-5)
+    if lam < 1:  # read in ring order instead of time order, the targets differ
+        wrong = np.asarray(tdleaf.ring_lambda_returns(replay, jnp.int32(10), 2, lam, False))
+        assert not np.allclose(wrong, got.reshape(-1))
+
+
+def test_tdleaf_targets_at_lambda_one_end_games_as_outcome_targets_do_bit_for_bit() -> None:
+    replay, *_ = _ring()
+    replay = replay.replace(has_target=jnp.zeros_like(replay.has_target), value=jnp.zeros_like(replay.value))
+    ended = jnp.array([True, False])
+    game_id = jnp.array([5, 7])
+    rewards = jnp.array([[-1.0, 1.0], [0.0, 0.0]])
+    ours = tdleaf.TDLeafTargets(lam=1.0).game_ended(replay, jnp.int32(4), ended, game_id, rewards)
+    az = OutcomeTargets().game_ended(replay, jnp.int32(4), ended, game_id, rewards)
+    assert np.asarray(ours.value).tobytes() == np.asarray(az.value).tobytes()
+    np.testing.assert_array_equal(ours.has_target, az.has_target)
+    assert int(az.has_target.sum()) == 2  # game 5 of slot 0, rows 1 and 2
+    td = tdleaf.TDLeafTargets(lam=0.5).game_ended(replay, jnp.int32(4), ended, game_id, rewards)
+    np.testing.assert_array_equal(td.has_target, az.has_target)
+    assert not np.array_equal(td.value, az.value)
+    # Only the ended game's entries changed; its last position (row 2) keeps its outcome.
+    np.testing.assert_array_equal(np.asarray(td.value)[~np.asarray(az.has_target)], 0.0)
+    assert float(td.value[4]) == float(az.value[4])

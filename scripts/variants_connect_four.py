@@ -1,0 +1,247 @@
+"""Go-Exploit, TDLeaf(lambda) and playout caps against plain AlphaZero on Connect Four, at equal self-play positions.
+
+Every variant is the `quick` preset plus its switches (`VARIANTS`), trained for the same number of loop steps
+(so the same self-play positions: num_envs x moves_per_step per step) with each of `--seeds` seeds. At
+`--evals` evenly spaced points (and the end) the network, searching `--sims` simulations, is graded on
+Pascal Pons' solver-labelled test sets (`--sets`, the first `--limit` positions each): the share of moves that
+change the game-theoretic result (`azjax.play.benchmarks`). At the end it also plays `--mcts_games` games
+against rollout MCTS (`--mcts_sims`).
+
+The JSON (`--out`) holds every curve (error rate against self-play positions), its area under the curve
+(the mean error rate over the schedule, trapezoids), the mean over seeds with a 95% t-interval, each
+variant's difference from AlphaZero with its interval (seeds paired: seed s of both runs draws the same
+initial network), the distinct positions self-play searched by depth (Go-Exploit's measure, exact), the final
+scores against MCTS, wall times and the command. The PNG (`--plot`) draws the
+curves.
+
+    python scripts/variants_connect_four.py --num_steps 40 --seeds 3 --evals 4 \\
+        --out results/variants_connect_four.json --plot results/variants_connect_four.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+DEFAULT_DATA = "/work/shared/benchmarks/connect_four_pons.jsonl"
+
+# The switches of each variant on top of the quick preset (METHODS.md sections 3, 4, 6; the papers' settings).
+VARIANTS: dict[str, dict[str, Any]] = {
+    "alphazero": {},
+    "go_exploit_visited": dict(start_state_prob=0.01, archive="visited"),
+    "go_exploit_search": dict(start_state_prob=0.01, archive="search"),
+    "tdleaf_0.7": dict(td_lambda=0.7),
+    "playout_cap": dict(full_search_prob=0.25, fast_simulations=4),
+    "go_exploit_visited+tdleaf_0.7": dict(start_state_prob=0.01, archive="visited", td_lambda=0.7),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--num_steps", type=int, default=40, help="loop steps of every run")
+    p.add_argument("--evals", type=int, default=4, help="evaluation points, evenly spaced, the last at the end")
+    p.add_argument("--sims", type=int, default=64, help="the network's search budget when graded")
+    p.add_argument("--data", default=DEFAULT_DATA)
+    p.add_argument("--sets", nargs="+", default=["begin_hard", "begin_medium", "middle_medium"])
+    p.add_argument("--limit", type=int, default=200, help="positions per set")
+    p.add_argument("--mcts_games", type=int, default=20, help="games against rollout MCTS at the end (0 = none)")
+    p.add_argument("--mcts_sims", type=int, default=200)
+    p.add_argument("--override", nargs="*", default=[], metavar="FIELD=VALUE",
+                   help="config overrides for every variant (e.g. num_envs=128)")
+    p.add_argument("--out", default="results/variants_connect_four.json")
+    p.add_argument("--plot", default="results/variants_connect_four.png")
+    return p
+
+
+def t_interval(values: list[float]) -> tuple[float, float, float]:
+    """(mean, low, high): the mean with a 95% Student-t interval (no interval from one value)."""
+    from scipy import stats
+
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, math.nan, math.nan
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+def area_under_curve(xs: list[float], ys: list[float]) -> float:
+    """The mean of y over [xs[0], xs[-1]] by trapezoids."""
+    area = sum((x1 - x0) * (y0 + y1) / 2 for x0, x1, y0, y1 in zip(xs, xs[1:], ys, ys[1:], strict=False))
+    return area / (xs[-1] - xs[0])
+
+
+class UniqueStates:
+    """Exact count of the distinct non-terminal positions self-play searched, by depth (stones on the board):
+    one of Go-Exploit's measures. Connect Four's observation (own and opponent stones) identifies a position."""
+
+    def __init__(self) -> None:
+        self.seen: set[bytes] = set()
+        self.depth: dict[int, int] = {}
+
+    def add_written(self, replay: Any, moves_before: int, moves_after: int, num_envs: int) -> None:
+        """Adds the positions the loop wrote to the replay ring during moves [moves_before, moves_after)."""
+        import numpy as np
+
+        size = replay.obs.shape[0]
+        idx = np.concatenate([(m * num_envs) % size + np.arange(num_envs) for m in range(moves_before, moves_after)])
+        obs = np.asarray(replay.obs[idx]).astype(np.uint8)
+        for row in obs:
+            key = np.packbits(row).tobytes()
+            if key not in self.seen:
+                self.seen.add(key)
+                d = int(row.sum())
+                self.depth[d] = self.depth.get(d, 0) + 1
+
+    @property
+    def total(self) -> int:
+        return len(self.seen)
+
+    def by_depth(self) -> list[int]:
+        return [self.depth.get(d, 0) for d in range(max(self.depth, default=-1) + 1)]
+
+
+def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]) -> dict[str, Any]:
+    import jax
+
+    from azjax.build import game_named
+    from azjax.config import parse_field, preset
+    from azjax.play.agents import network_agent, rollout_mcts_agent
+    from azjax.play.arena import match
+    from azjax.play.benchmarks import grade_agent
+    from azjax.train.loop import Trainer
+
+    overrides = dict(kv.split("=", 1) for kv in args.override)
+    overrides = {k: parse_field(k, v) for k, v in overrides.items()}
+    config = preset("connect_four", "quick", **{**overrides, **VARIANTS[name], "seed": seed,
+                                                "num_steps": args.num_steps, "eval_every": 0})
+    trainer = Trainer(config)
+    game = game_named("connect_four")
+    eval_steps = sorted({round(args.num_steps * (i + 1) / args.evals) for i in range(args.evals)})
+    positions_per_step = config.num_envs * config.moves_per_step
+    state = trainer.init(seed)
+    curve, t0, games = [], time.time(), 0
+    seen = UniqueStates()
+    for step in range(1, args.num_steps + 1):
+        moves_before = int(state.moves)
+        state, m = trainer.step(state)
+        games += int(m["games"])
+        seen.add_written(state.replay, moves_before, int(state.moves), config.num_envs)
+        if step in eval_steps:
+            agent = network_agent(config, game, state.params, args.sims)
+            key = jax.random.key(1000 + step)  # common random numbers across variants and seeds
+            grades = {s.name: grade_agent(game, agent, s, key).to_dict() for s in sets.values()}
+            errors = sum(g["errors"] for g in grades.values()) / sum(g["positions"] for g in grades.values())
+            curve.append(dict(step=step, self_play_positions=step * positions_per_step, error_rate=errors,
+                              sets={k: round(g["error_rate"], 4) for k, g in grades.items()},
+                              unique_states=seen.total, unique_states_by_depth=seen.by_depth(),
+                              minutes=round((time.time() - t0) / 60, 2)))
+            print(f"  {name} seed {seed} step {step}: error rate {100 * errors:.1f}% "
+                  f"({', '.join(f'{k} {100 * v:.1f}%' for k, v in curve[-1]['sets'].items())})", flush=True)
+    out = dict(variant=name, seed=seed, curve=curve, games=games,
+               trainable_in_final_replay=int(trainer.trainable(state.replay).sum()),
+               minutes=round((time.time() - t0) / 60, 2))
+    if args.mcts_games:
+        agent = network_agent(config, game, state.params, args.sims)
+        res = match(game, agent, rollout_mcts_agent(game, args.mcts_sims), args.mcts_games, jax.random.key(seed))
+        out["vs_mcts"] = dict(opponent=f"mcts:{args.mcts_sims}", games=args.mcts_games, score=res.score,
+                              wins=res.wins, draws=res.draws, losses=res.losses)
+    return out
+
+
+def summarise(runs: list[dict[str, Any]], variants: list[str]) -> dict[str, Any]:
+    auc = {}
+    for run in runs:
+        xs = [p["self_play_positions"] for p in run["curve"]]
+        ys = [p["error_rate"] for p in run["curve"]]
+        run["auc"] = area_under_curve(xs, ys) if len(xs) > 1 else ys[0]
+        auc.setdefault(run["variant"], {})[run["seed"]] = run["auc"]
+    table = {}
+    for v in variants:
+        mean, low, high = t_interval(list(auc[v].values()))
+        row = dict(auc_mean=mean, auc_low=low, auc_high=high)
+        if v != "alphazero" and "alphazero" in auc:
+            seeds = sorted(set(auc[v]) & set(auc["alphazero"]))
+            diff = t_interval([auc[v][s] - auc["alphazero"][s] for s in seeds])
+            row.update(auc_minus_alphazero=diff[0], diff_low=diff[1], diff_high=diff[2],
+                       beats_alphazero=bool(diff[2] < 0))
+        scores = [r["vs_mcts"]["score"] for r in runs if r["variant"] == v and "vs_mcts" in r]
+        if scores:
+            row["vs_mcts_score_mean"] = sum(scores) / len(scores)
+        table[v] = row
+    return table
+
+
+def plot(summary: dict[str, Any], path: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, v in enumerate(summary["variants"]):
+        runs = [r for r in summary["runs"] if r["variant"] == v]
+        for j, r in enumerate(runs):
+            xs = [p["self_play_positions"] / 1e3 for p in r["curve"]]
+            ys = [100 * p["error_rate"] for p in r["curve"]]
+            row = summary["table"][v]
+            label = f"{v} (AUC {100 * row['auc_mean']:.1f}%)" if j == 0 else None
+            ax.plot(xs, ys, "o-", color=colours[i % len(colours)], alpha=0.7, label=label, markersize=3)
+    ax.set_xlabel("self-play positions (thousands)")
+    ax.set_ylabel("result-changing moves on Pons' sets (%)")
+    ax.set_title("Connect Four variants at equal self-play positions (one line per seed)")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from azjax.checkpoint import script_command, write_json
+    from azjax.cli import enable_compilation_cache
+    from azjax.play.benchmarks import load_pons
+
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser().parse_args(argv)
+    if args.evals < 1 or args.evals > args.num_steps or args.seeds < 1:
+        raise SystemExit("need 1 <= --evals <= --num_steps and --seeds >= 1")
+    enable_compilation_cache()
+    sets = load_pons(args.data, args.sets, args.limit)
+    summary: dict[str, Any] = dict(command=script_command(__file__, argv), args=vars(args),
+                                   variant_switches={v: VARIANTS[v] for v in args.variants}, runs=[])
+    t0 = time.time()
+    for seed in range(args.seeds):  # seed-major: an interrupted sweep still compares every variant
+        for name in args.variants:
+            summary["runs"].append(run_one(name, seed, args, sets))
+            summary["variants"] = args.variants
+            summary["table"] = summarise(summary["runs"], sorted({r["variant"] for r in summary["runs"]},
+                                                                 key=args.variants.index))
+            summary["variants"] = list(summary["table"])
+            summary["minutes"] = round((time.time() - t0) / 60, 1)
+            write_json(args.out, summary)  # after every run: a cut-short sweep keeps what it measured
+            if args.plot:
+                plot(summary, args.plot)
+    for v, row in summary["table"].items():
+        diff = ("" if "auc_minus_alphazero" not in row else
+                f"  vs AZ {100 * row['auc_minus_alphazero']:+.1f} [{100 * row['diff_low']:+.1f}, "
+                f"{100 * row['diff_high']:+.1f}]")
+        print(f"{v:<32} AUC {100 * row['auc_mean']:.1f}% [{100 * row['auc_low']:.1f}, {100 * row['auc_high']:.1f}]"
+              f"{diff}")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
