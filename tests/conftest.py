@@ -1,5 +1,5 @@
 """Shared test set-up: a persistent compilation cache for the session (identical programs built by
-different tests compile once) and tiny configs."""
+different tests compile once, also across pytest-xdist workers) and tiny configs."""
 
 from __future__ import annotations
 
@@ -17,7 +17,11 @@ from azjax.checkpoint import save_config, save_params
 from azjax.config import Config
 from azjax.games import make_game
 
+# One directory for the whole session: set in the environment by the first process that loads this file
+# (the xdist controller, before it starts its workers), so every worker and subprocess shares it. A worker
+# may read an entry another is still writing: JAX then warns and compiles the program itself.
 _CACHE = os.environ.get("AZJAX_TEST_CACHE_DIR") or tempfile.mkdtemp(prefix="azjax-jax-cache-")
+os.environ["AZJAX_TEST_CACHE_DIR"] = _CACHE
 jax.config.update("jax_compilation_cache_dir", _CACHE)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 
