@@ -10,30 +10,48 @@ import pytest
 
 from azjax.cli import main
 
+# The loop fields are those of conftest's `tiny_overrides` (sgd_steps_per_step 1: the quick preset's 16 SGD
+# steps are unrolled in the step program), so the step compiles to the program the loop tests build and comes
+# from the session's compilation cache.
 TINY = ["--num_envs", "8", "--num_simulations", "4", "--moves_per_step", "2", "--replay_size", "64",
-        "--min_replay_size", "8", "--batch_size", "8", "--num_blocks", "1", "--num_channels", "8",
-        "--eval_every", "2", "--eval_games", "4", "--eval_simulations", "4", "--eval_opponent_simulations", "4",
-        "--checkpoint_every", "2", "--lr_warmup_steps", "1"]
+        "--min_replay_size", "8", "--batch_size", "8", "--sgd_steps_per_step", "1", "--num_blocks", "1",
+        "--num_channels", "8", "--temperature_moves", "4", "--eval_every", "2", "--eval_games", "4",
+        "--eval_simulations", "4", "--eval_opponent_simulations", "4", "--checkpoint_every", "2",
+        "--lr_warmup_steps", "1", "--log_every", "1"]
+
+
+def test_tiny_cli_config_is_the_loop_tests_config(tiny_overrides):
+    """What keeps the CLI test's step a cache hit: its flags give the loop tests' config."""
+    from azjax.cli import _overrides, build_parser
+    from azjax.config import preset
+
+    args = build_parser().parse_args(["train", "--game", "connect_four", "--num_steps", "4", *TINY])
+    host_only = ("eval_every", "eval_games", "eval_simulations", "eval_opponent_simulations", "checkpoint_every")
+    cli = preset("connect_four", **_overrides(args))
+    assert cli.replace(**{k: getattr(preset("connect_four", **tiny_overrides), k) for k in host_only}) == preset(
+        "connect_four", **tiny_overrides)
 
 
 def test_train_eval_export_play(tmp_path, capsys, monkeypatch):
     run = tmp_path / "run"
-    assert main(["train", "--game", "connect_four", "--preset", "quick", "--run_dir", str(run), "--num_steps", "2",
+    assert main(["train", "--game", "connect_four", "--preset", "quick", "--run_dir", str(run), "--num_steps", "4",
                  "--no-progress", *TINY]) == 0
     for name in ("config.json", "params.msgpack", "metrics.csv", "eval.csv", "curves.png"):
         assert (run / name).exists(), name
     assert "score" in capsys.readouterr().out
     # Resume to a longer run is refused (num_steps changes the schedule); same config resumes fine.
-    assert main(["train", "--resume", str(run), "--num_steps", "4", "--no-progress"]) == 2
-    assert "num_steps: saved 2, given 4" in capsys.readouterr().err
+    assert main(["train", "--resume", str(run), "--num_steps", "6", "--no-progress"]) == 2
+    assert "num_steps: saved 4, given 6" in capsys.readouterr().err
     assert main(["train", "--resume", str(run), "--no-progress"]) == 0
 
     model = tmp_path / "model"
     assert main(["export", str(run), str(model)]) == 0
     assert sorted(p.name for p in model.iterdir()) == ["config.json", "params.msgpack"]
     # An earlier checkpoint exports its own parameters; a step without a checkpoint is named in the error.
+    assert main(["export", str(run), str(tmp_path / "model_step4"), "--step", "4"]) == 0
+    assert (tmp_path / "model_step4" / "params.msgpack").read_bytes() == (model / "params.msgpack").read_bytes()
     assert main(["export", str(run), str(tmp_path / "model_step2"), "--step", "2"]) == 0
-    assert (tmp_path / "model_step2" / "params.msgpack").read_bytes() == (model / "params.msgpack").read_bytes()
+    assert (tmp_path / "model_step2" / "params.msgpack").exists()
     assert main(["export", str(run), str(tmp_path / "model_step1"), "--step", "1"]) == 2
     assert "no checkpoint of step 1" in capsys.readouterr().err
     assert not (tmp_path / "model_step1").exists()

@@ -48,8 +48,10 @@ def _free_local_port() -> int:
 def _env(devices: int, **extra: str) -> dict[str, str]:
     """A CPU process with `devices` devices, this checkout's azjax and the session's compilation cache."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AZJAX_", "JAX_", "XLA_FLAGS"))}
+    flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if f.startswith("--xla_backend_optimization_level")]
     env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-               JAX_PLATFORMS="cpu", XLA_FLAGS=f"--xla_force_host_platform_device_count={devices}", **extra)
+               JAX_PLATFORMS="cpu", XLA_FLAGS=" ".join([*flags, f"--xla_force_host_platform_device_count={devices}"]),
+               **extra)
     if jax.config.jax_compilation_cache_dir:
         env.update(JAX_COMPILATION_CACHE_DIR=jax.config.jax_compilation_cache_dir,
                    JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0.5")

@@ -240,7 +240,7 @@ def test_corrupt_or_mismatched_params_are_rejected(tmp_path, tiny_overrides):
 
 SHARDED = textwrap.dedent("""
     import os
-    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
+    os.environ["XLA_FLAGS"] = os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
     import jax, numpy as np
     from azjax.config import preset
     from azjax.train.loop import Trainer

@@ -66,15 +66,23 @@ def test_value_head_output_varies_across_positions_after_a_short_run(game: str, 
 def test_head_conv_keeps_units_active_when_every_preactivation_is_negative() -> None:
     """A 1x1 conv whose outputs are all below zero leaves no unit active after a plain ReLU (the head that
     died on Go and chess); the normalisation over the board brings about half of them back."""
-    x = jax.random.normal(jax.random.key(0), (16, 9, 9, 8))
     head = HeadConv(filters=4, dtype=jnp.float32)
-    params = head.init(jax.random.key(1), x)
-    conv = params["params"]["Conv_0"]
-    conv["kernel"] = -jnp.abs(conv["kernel"]) * 0.01
-    conv["bias"] = jnp.full_like(conv["bias"], -10.0)
-    assert float(jnp.mean(jax.nn.relu(x @ conv["kernel"][0, 0] + conv["bias"]) > 0)) == 0.0
-    _, variables = head.apply(params, x, mutable=["intermediates"])
-    active = float(variables["intermediates"]["active"][0])
+
+    # numpy's draw: XLA's CPU compile of a jax.random.normal this size alone takes seconds.
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((16, 9, 9, 8)), jnp.float32)
+
+    @jax.jit  # one program instead of one eager dispatch (and compile) per op
+    def plain_and_normalised_active(x):
+        params = head.init(jax.random.key(1), x)
+        conv = params["params"]["Conv_0"]
+        conv["kernel"] = -jnp.abs(conv["kernel"]) * 0.01
+        conv["bias"] = jnp.full_like(conv["bias"], -10.0)
+        plain = jnp.mean(jax.nn.relu(x @ conv["kernel"][0, 0] + conv["bias"]) > 0)
+        _, variables = head.apply(params, x, mutable=["intermediates"])
+        return plain, variables["intermediates"]["active"][0]
+
+    plain, active = map(float, plain_and_normalised_active(x))
+    assert plain == 0.0
     assert 0.3 < active < 0.7
 
 
@@ -83,10 +91,15 @@ def test_head_health_names_every_head_of_both_networks() -> None:
         cfg = preset(game, num_blocks=1, num_channels=8, value_head=value_head)
         g = make_game(game)
         net = make_network(cfg, g)
-        params = init_params(net, g, jax.random.key(0))
-        states = jax.vmap(g.init)(jax.random.split(jax.random.key(1), 4))
-        _, variables = net.apply(params, states.observation, mutable=["intermediates"])
-        health = head_health(variables["intermediates"])
+
+        @jax.jit  # one program: eager op-by-op dispatch of the game's init and the net compiles hundreds
+        def health_of(key, net=net, g=g):
+            params = init_params(net, g, key)
+            states = jax.vmap(g.init)(jax.random.split(jax.random.key(1), 4))
+            _, variables = net.apply(params, states.observation, mutable=["intermediates"])
+            return head_health(variables["intermediates"])
+
+        health = health_of(jax.random.key(0))
         assert sorted(health) == sorted(c for c in build.value_head(cfg).columns if c.endswith("_active"))
 
 

@@ -163,7 +163,7 @@ def test_sensible_agent_prefers_the_larger_winning_margin(go7: Game, margin_sear
     assert np.argmax(visits[0.5]) == a_action, visits[0.5][[a_action, b_action]]
 
 
-def test_sensible_child_value_by_hand(go7: Game) -> None:
+def test_sensible_child_value_by_hand(go7: Game, go7_step) -> None:
     """One child evaluation against mu computed from the formulas: Black to move at the parent, White at the child."""
     lam, beta = 0.4, 0.7
 
@@ -174,21 +174,22 @@ def test_sensible_child_value_by_hand(go7: Game) -> None:
 
     ev = sai.sensible_evaluator(heads, lam)
     assert isinstance(ev, ParentAwareEvaluator)
+    root_fn, child_fn = jax.jit(ev.root), jax.jit(ev.child)  # one compile each, not one per op
     root = jax.tree.map(lambda x: x[None], go7.init(jax.random.key(0), 6.5))
     params = {"lead": jnp.float32(10.0)}  # Black leads by 10 on the board: +3.5 after komi
-    _, v_root, xbar_black = ev.root(params, root)
+    _, v_root, xbar_black = root_fn(params, root)
     p = 1 / (1 + math.exp(-beta * 3.5))
     pi = (1 - lam) * p + lam / 2
     xbar = math.log(pi / (1 - pi)) / beta - 3.5
     np.testing.assert_allclose(v_root, 2 * p - 1, rtol=1e-5)
     np.testing.assert_allclose(xbar_black, xbar, rtol=1e-5)
-    child = jax.vmap(go7.step)(root, jnp.int32([0]))  # White to move now
-    _, v_child, _ = ev.child({"lead": jnp.float32(12.0)}, child, xbar_black)
+    child = go7_step(root, jnp.int32([0]))  # White to move now
+    _, v_child, _ = child_fn({"lead": jnp.float32(12.0)}, child, xbar_black)
     mu_black = _mu_numeric(12.0 - 6.5, beta, xbar)
     np.testing.assert_allclose(v_child, 1 - 2 * mu_black, atol=1e-5)  # White's view
 
 
-def test_sensible_child_value_with_a_white_parent_by_hand(go7: Game) -> None:
+def test_sensible_child_value_with_a_white_parent_by_hand(go7: Game, go7_step) -> None:
     """White to move at the parent, Black at the child: the parent's xbar is White's bonus, handed to the child
     as Black's bonus -xbar_white, and the child's value is Black's 2 mu - 1."""
     lam, beta, komi = 0.4, 0.7, 6.5
@@ -199,18 +200,19 @@ def test_sensible_child_value_with_a_white_parent_by_hand(go7: Game) -> None:
         return jnp.zeros(states.legal_action_mask.shape), alpha, jnp.full(alpha.shape, beta)
 
     ev = sai.sensible_evaluator(heads, lam)
+    root_fn, child_fn = jax.jit(ev.root), jax.jit(ev.child)
     first = jax.tree.map(lambda x: x[None], go7.init(jax.random.key(0), komi))
-    parent = jax.vmap(go7.step)(first, jnp.int32([24]))  # Black played; White to move
+    parent = go7_step(first, jnp.int32([24]))  # Black played; White to move
     assert not bool(sai.black_to_move(parent)[0])
-    _, v_parent, xbar_black = ev.root({"lead": jnp.float32(4.0)}, parent)
+    _, v_parent, xbar_black = root_fn({"lead": jnp.float32(4.0)}, parent)
     white_lead = -4.0 + komi  # White's expected margin after komi
     p = 1 / (1 + math.exp(-beta * white_lead))
     pi = (1 - lam) * p + lam / 2
     xbar_white = math.log(pi / (1 - pi)) / beta - white_lead
     np.testing.assert_allclose(v_parent, 2 * p - 1, rtol=1e-5)  # White's view
     np.testing.assert_allclose(xbar_black, -xbar_white, rtol=1e-5)
-    child = jax.vmap(go7.step)(parent, jnp.int32([0]))  # Black to move again
-    _, v_child, _ = ev.child({"lead": jnp.float32(2.0)}, child, xbar_black)
+    child = go7_step(parent, jnp.int32([0]))  # Black to move again
+    _, v_child, _ = child_fn({"lead": jnp.float32(2.0)}, child, xbar_black)
     mu_black = _mu_numeric(2.0 - komi, beta, -xbar_white)
     np.testing.assert_allclose(v_child, 2 * mu_black - 1, atol=1e-5)  # Black's view
 
@@ -391,29 +393,31 @@ def test_branching_skips_terminal_and_inactive(go7: Game) -> None:
 
 
 def test_start_state_queue(go7: Game) -> None:
+    # Jitted, as the loop runs them: op by op, each primitive on each of a Go state's fields compiles alone.
+    push, pop, sample = jax.jit(ss.push), jax.jit(ss.pop), jax.jit(ss.sample)
     template = go7.init(jax.random.key(0))
     q = ss.init(template, 4)
-    batch = jax.vmap(go7.init)(jax.random.split(jax.random.key(1), 6), jnp.arange(6.0))  # komi = index as a tag
-    q = ss.push(q, batch, jnp.array([True, False, True, True, False, False]))  # 0, 2, 3
+    batch = jax.jit(jax.vmap(go7.init))(jax.random.split(jax.random.key(1), 6), jnp.arange(6.0))  # komi = index
+    q = push(q, batch, jnp.array([True, False, True, True, False, False]))  # 0, 2, 3
     assert int(q.size) == 3 and int(q.pushed[0]) == 3
-    q, states, got = ss.pop(q, jnp.array([False, True, True]))
+    q, states, got = pop(q, jnp.array([False, True, True]))
     np.testing.assert_array_equal(got, [False, True, True])
     np.testing.assert_array_equal(states.komi[1:], [0.0, 2.0])  # oldest first
     assert int(q.size) == 1
-    q = ss.push(q, batch, jnp.array([False, True, False, False, True, True]))  # 1, 4, 5: ring of 4 wraps
-    q, states, got = ss.pop(q, jnp.ones(6, bool))
+    q = push(q, batch, jnp.array([False, True, False, False, True, True]))  # 1, 4, 5: ring of 4 wraps
+    q, states, got = pop(q, jnp.ones(6, bool))
     np.testing.assert_array_equal(got, [True] * 4 + [False] * 2)
     np.testing.assert_array_equal(states.komi[:4], [3.0, 1.0, 4.0, 5.0])
     # Overflow: the oldest are overwritten; more than C at once keeps the last C.
-    q = ss.push(q, batch, jnp.ones(6, bool))
+    q = push(q, batch, jnp.ones(6, bool))
     assert int(q.size) == 4
-    q2, states, got = ss.pop(q, jnp.ones(4, bool))
+    q2, states, got = pop(q, jnp.ones(4, bool))
     np.testing.assert_array_equal(states.komi, [2.0, 3.0, 4.0, 5.0])
     # Uniform sampling (Go-Exploit's use) leaves the store as it is.
-    drawn, got = ss.sample(q, jax.random.key(0), jnp.ones(4000, bool))
+    drawn, got = sample(q, jax.random.key(0), jnp.ones(4000, bool))
     assert got.all() and int(q.size) == 4
     assert set(np.unique(np.asarray(drawn.komi))) == {2.0, 3.0, 4.0, 5.0}
-    _, got = ss.sample(q2, jax.random.key(0), jnp.ones(3, bool))
+    _, got = sample(q2, jax.random.key(0), jnp.ones(3, bool))
     assert not np.asarray(got).any()
     with pytest.raises(ValueError, match="capacity"):
         ss.init(template, 0)
@@ -489,17 +493,31 @@ def test_sai_loop_trains_with_komi_per_game_and_branches(sai_tiny_overrides: dic
     assert plain.replay.extras == {} and plain.starts is None and plain.actors.slots is None
 
 
+# The loop fields of conftest's `sai_tiny_overrides` (with --num_steps 8): the CLI's and the script's step is
+# the program the loop test builds, from the session's compilation cache.
 CLI_TINY = ["--num_envs", "8", "--num_simulations", "4", "--moves_per_step", "16", "--replay_size", "256",
-            "--min_replay_size", "8", "--batch_size", "8", "--num_blocks", "1", "--num_channels", "8",
-            "--eval_every", "0", "--checkpoint_every", "2", "--lr_warmup_steps", "1", "--temperature_moves", "4",
-            "--branch_prob", "0.3", "--start_queue_size", "32", "--eval_simulations", "4"]
+            "--min_replay_size", "8", "--batch_size", "8", "--sgd_steps_per_step", "1", "--num_blocks", "1",
+            "--num_channels", "8", "--eval_every", "0", "--checkpoint_every", "2", "--lr_warmup_steps", "1",
+            "--temperature_moves", "4", "--branch_prob", "0.3", "--start_queue_size", "32", "--eval_simulations", "4"]
+
+
+def test_tiny_sai_cli_config_is_the_loop_tests_config(sai_tiny_overrides: dict) -> None:
+    from azjax.cli import _overrides, build_parser
+
+    args = build_parser().parse_args(["train", "--game", "go_7x7", "--value_head", "sai", "--num_steps", "8",
+                                      *CLI_TINY])
+    want = preset("go_7x7", **sai_tiny_overrides)
+    host_only = ("checkpoint_every", "eval_simulations", "log_every")
+    assert preset("go_7x7", **_overrides(args)).replace(**{k: getattr(want, k) for k in host_only}) == want
+    # scripts/sai_7x7.py starts from the "sai" preset; the flags override every loop field where it differs.
+    assert preset("go_7x7", "sai", **_overrides(args)).replace(**{k: getattr(want, k) for k in host_only}) == want
 
 
 def test_cli_train_and_analyze_sai(tmp_path, capsys) -> None:
     from azjax.cli import main
 
     run = tmp_path / "run"
-    assert main(["train", "--game", "go_7x7", "--value_head", "sai", "--run_dir", str(run), "--num_steps", "2",
+    assert main(["train", "--game", "go_7x7", "--value_head", "sai", "--run_dir", str(run), "--num_steps", "8",
                  "--no-progress", *CLI_TINY]) == 0
     header = (run / "metrics.csv").read_text().splitlines()[0]
     assert "empty_board_black_lead" in header and "branch_starts" in header
@@ -521,15 +539,16 @@ def test_cli_train_and_analyze_sai(tmp_path, capsys) -> None:
 
 def test_sai_7x7_script_end_to_end(tmp_path) -> None:
     out = tmp_path / "sai_7x7.json"
-    cmd = [sys.executable, str(ROOT / "scripts" / "sai_7x7.py"), "--steps", "3", "--minutes", "30",
+    cmd = [sys.executable, str(ROOT / "scripts" / "sai_7x7.py"), "--steps", "8", "--minutes", "30",
            "--run_dir", str(tmp_path / "run"), "--out", str(out), "--plot", str(tmp_path / "sai_7x7.png"),
            "--model_dir", str(tmp_path / "model"), *CLI_TINY]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # The session's compilation cache (8 steps: the loop test's config, so its step is a cache hit).
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "AZJAX_CACHE_DIR": str(jax.config.jax_compilation_cache_dir)}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(out.read_text())
     pairs = data["empty_board_black_lead"]
-    assert len(pairs) == 3 and all(len(p) == 2 and p[0] > 0 for p in pairs)
+    assert len(pairs) == 8 and all(len(p) == 2 and p[0] > 0 for p in pairs)
     assert np.isfinite(data["final_empty_board_black_lead"])
     assert (tmp_path / "sai_7x7.png").stat().st_size > 0
     assert sorted(p.name for p in (tmp_path / "model").iterdir()) == ["config.json", "params.msgpack"]
