@@ -283,3 +283,29 @@ def test_tdleaf_targets_at_lambda_one_end_games_as_outcome_targets_do_bit_for_bi
     # Only the ended game's entries changed; its last position (row 2) keeps its outcome.
     np.testing.assert_array_equal(np.asarray(td.value)[~np.asarray(az.has_target)], 0.0)
     assert float(td.value[4]) == float(az.value[4])
+
+
+def test_ring_lambda_returns_read_predictions_from_the_previous_search_of_the_same_game() -> None:
+    """With the blunder option, move j counts as predicted when the search at j - 1 of the same game played its
+    PV's first move and the reply was its second: the ring's records give the same targets as the flags."""
+    replay, order, game, player, z, v = _ring()
+    rows, b = 6, 2
+    rng = np.random.default_rng(2)
+    action = rng.integers(0, 3, (rows, b))
+    # Each search played its PV's first move; in time order, every other search foresaw the reply.
+    second = np.zeros((rows, b), np.int64)
+    for t, r in enumerate(order[:-1]):
+        reply = action[order[t + 1]]
+        second[r] = np.where(t % 2 == 0, reply, (reply + 1) % 3)
+    pv = np.stack([action, second], axis=-1)
+    replay = replay.replace(extras={**replay.extras,
+                                    "pv_first": jnp.asarray(pv[..., 0].reshape(-1), jnp.float32),
+                                    "pv_second": jnp.asarray(pv[..., 1].reshape(-1), jnp.float32),
+                                    "action": jnp.asarray(action.reshape(-1), jnp.float32)})
+    got = np.asarray(tdleaf.ring_lambda_returns(replay, jnp.int32(4), b, 0.8, True)).reshape(rows, b)
+    for slot in range(b):
+        g, p, zz, vv, a, second = (x[order, slot] for x in (game, player, z, v, action, pv[..., 1]))
+        cont = np.append(g[1:] == g[:-1], False)
+        predicted = np.array([j > 0 and cont[j - 1] and second[j - 1] == a[j] for j in range(rows)])
+        assert predicted.any() and not predicted[1:].all()
+        np.testing.assert_allclose(got[order, slot], _direct(vv, p, zz, cont, 0.8, predicted), atol=1e-5)
