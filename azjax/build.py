@@ -32,6 +32,7 @@ from azjax.methods.alphazero import (
     GameStarts,
     NewGames,
     OutcomeTargets,
+    Seams,
     SearchPolicy,
     TanhValue,
     Targets,
@@ -125,6 +126,13 @@ def targets(config: Config) -> Targets:
         return TDLeafTargets(lam=config.td_lambda, zero_unpredicted=config.td_zero_unpredicted,
                              q_weight=config.value_target_q_weight)
     return OutcomeTargets(q_weight=config.value_target_q_weight)
+
+
+def loop_seams(config: Config, game: Game, net: PolicyValueNet) -> Seams:
+    """The loop's four seams for a config: AlphaZero's unless it switches a method on."""
+    value = value_head(config)
+    return Seams(search=search_policy(config, game, value.evaluator(net.apply)), value=value,
+                 starts=game_starts(config, game, net), targets=targets(config))
 
 
 def search_policy(config: Config, game: Game, evaluate: Evaluator | ParentAwareEvaluator) -> SearchPolicy:

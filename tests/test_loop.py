@@ -16,7 +16,10 @@ import pytest
 from azjax import replay as rb
 from azjax.checkpoint import CheckpointError, load_params
 from azjax.config import preset
-from azjax.methods.alphazero import OutcomeTargets, TanhValue
+from azjax.methods.alphazero import OutcomeTargets, Seams, TanhValue
+from azjax.methods.go_exploit import ArchiveStarts
+from azjax.methods.playout_cap import PlayoutCapSearch
+from azjax.methods.tdleaf import TDLeafTargets
 from azjax.train import METRIC_COLUMNS, load_metrics, train
 from azjax.train.loop import Trainer, loss_fn
 
@@ -168,11 +171,6 @@ SWITCHES_OVERRIDES = dict(moves_per_step=16, num_steps=3, replay_size=256)  # ga
 def test_every_method_at_its_off_values_is_alphazero_bit_for_bit(tiny_overrides):
     """Go-Exploit at lambda = 1 (a search-states archive still filled), TDLeaf at lambda = 1 (its lambda-return
     pass still run) and playout caps at p = 1: the loop's metrics and parameters are AlphaZero's, bit for bit."""
-    from azjax.methods.go_exploit import ArchiveStarts
-    from azjax.methods.playout_cap import PlayoutCapSearch
-    from azjax.methods.tdleaf import TDLeafTargets
-    from azjax.train.loop import Seams
-
     cfg = preset("connect_four", **{**tiny_overrides, **SWITCHES_OVERRIDES, "value_target_q_weight": 0.5})
     az = Trainer(cfg)
     assert isinstance(az.targets, OutcomeTargets) and isinstance(az.value, TanhValue)

@@ -43,6 +43,16 @@ Records = dict[str, Array]  # name -> [B] (or [batch] when sampled): what the re
 ApplyFn = Callable[..., tuple[Array, ...]]  # the network: (params, observation [B, ...]) -> outputs
 
 
+@dataclasses.dataclass(frozen=True)
+class Seams:
+    """The loop's four seams, as `azjax.build.loop_seams` fills them from a config."""
+
+    search: SearchPolicy
+    value: ValueHead
+    starts: GameStarts
+    targets: Targets
+
+
 # ---------------------------------------------------------------- the search policy
 
 

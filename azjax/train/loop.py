@@ -46,11 +46,11 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from azjax import replay as rb
-from azjax.build import config_game, game_starts, init_params, make_network, search_policy, targets, value_head
+from azjax.build import config_game, init_params, loop_seams, make_network
 from azjax.config import Config
 from azjax.games import Game, GameState
 from azjax.games.augment import augment
-from azjax.methods.alphazero import GameStarts, Records, SearchPolicy, Targets, ValueHead
+from azjax.methods.alphazero import GameStarts, Records, Seams, SearchPolicy, Targets, ValueHead
 from azjax.network import PolicyValueNet, head_health
 from azjax.search import SearchSpec, choose_move, root_visit_counts
 
@@ -173,23 +173,6 @@ def local_sizes(config: Config, num_devices: int) -> LocalSizes:
     return LocalSizes(num_devices, envs, replay, config.batch_size // num_devices, queue)
 
 
-@dataclasses.dataclass(frozen=True)
-class Seams:
-    """The loop's four seams (`azjax.methods.alphazero`)."""
-
-    search: SearchPolicy
-    value: ValueHead
-    starts: GameStarts
-    targets: Targets
-
-
-def config_seams(config: Config, game: Game, net: PolicyValueNet) -> Seams:
-    """The seams a config asks for: AlphaZero's unless it switches a method on (`azjax.build`)."""
-    value = value_head(config)
-    return Seams(search=search_policy(config, game, value.evaluator(net.apply)), value=value,
-                 starts=game_starts(config, game, net), targets=targets(config))
-
-
 class Trainer:
     """Builds and holds the jitted init and step functions for one config (and, for tests that compare a
     method at its off values with AlphaZero, optionally seams other than the config's)."""
@@ -198,7 +181,7 @@ class Trainer:
         self.config = config
         self.game: Game = config_game(config)
         self.net: PolicyValueNet = make_network(config, self.game)
-        seams = seams or config_seams(config, self.game, self.net)
+        seams = seams or loop_seams(config, self.game, self.net)
         self.search: SearchPolicy = seams.search
         self.value: ValueHead = seams.value
         self.starts: GameStarts = seams.starts
