@@ -180,7 +180,7 @@ def _model_copy(models: dict[str, Path], tmp_path: Path, name: str) -> Path:
 
 
 CONFIG_CASES = {
-    "truncated": (lambda c: c[:40], "config.json is not a valid azjax config: Expecting"),
+    "truncated": (lambda c: c[:40], "config.json is not a valid azjax config: "),  # JSON's own reason follows
     "empty": (lambda c: b"", "config.json is not a valid azjax config: Expecting value"),
     "binary": (lambda c: bytes(range(256)), "config.json is not a valid azjax config: 'utf-8' codec"),
     "a list": (lambda c: b"[1, 2]", "a config is a JSON object of field: value pairs, not a list"),
