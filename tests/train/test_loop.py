@@ -262,7 +262,7 @@ SHARDED = textwrap.dedent("""
 
 
 def test_sharded_step_on_four_cpu_devices():
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.run([sys.executable, "-c", SHARDED], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "OK" in proc.stdout

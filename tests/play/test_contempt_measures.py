@@ -28,7 +28,7 @@ from azjax.play.selfplay_stats import (
     wdl,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 STOCKFISH = "/usr/games/stockfish"
 
 

@@ -4,7 +4,7 @@ Each golden file in tests/test_data/ holds the metrics of a tiny 4-step loop (Co
 values, chess) with a digest of the final parameters, or a search tree per search kind. A change that alters
 what azjax computes must regenerate them on purpose and say why in its commit:
 
-    AZJAX_REGEN_GOLDEN=1 python -m pytest tests/test_golden.py
+    AZJAX_REGEN_GOLDEN=1 python -m pytest tests/train/test_golden.py
 
 The tiny configs are those of other tests, so their compiled programs come from the shared cache.
 Regenerated: normalised heads and the one move chooser (issue "Every game learns").
@@ -27,7 +27,7 @@ from azjax.games import make_game
 from azjax.search import SearchSpec, run_search
 from azjax.train.loop import Trainer
 
-DATA = Path(__file__).parent / "test_data"
+DATA = Path(__file__).resolve().parents[1] / "test_data"
 REGEN = os.environ.get("AZJAX_REGEN_GOLDEN") == "1"
 RTOL = 1e-4  # float32 reductions may differ in the last bits between CPU kinds
 

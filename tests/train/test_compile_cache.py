@@ -13,7 +13,7 @@ import pytest
 
 from azjax.cli import compile_cache_dir
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from azjax.methods import start_states as ss
 from azjax.search import ParentAwareEvaluator, SearchSpec, run_search
 
 GNUGO = "/usr/games/gnugo"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
