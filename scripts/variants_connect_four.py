@@ -21,6 +21,7 @@ curves.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import sys
 import time
@@ -58,17 +59,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="config overrides for every variant (e.g. num_envs=128)")
     p.add_argument("--out", default="results/variants_connect_four.json")
     p.add_argument("--plot", default="results/variants_connect_four.png")
+    p.add_argument("--summarise", action="store_true",
+                   help="train nothing: recompute the table and the plot of the runs already in --out")
     return p
 
 
-def t_interval(values: list[float]) -> tuple[float, float, float]:
-    """(mean, low, high): the mean with a 95% Student-t interval (no interval from one value)."""
+def t_interval(values: list[float]) -> tuple[float, float | None, float | None]:
+    """(mean, low, high): the mean with a 95% Student-t interval (None, None from one value)."""
     from scipy import stats
 
     n = len(values)
     mean = sum(values) / n
     if n < 2:
-        return mean, math.nan, math.nan
+        return mean, None, None
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
     half = stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
     return mean, mean - half, mean + half
@@ -168,12 +171,12 @@ def summarise(runs: list[dict[str, Any]], variants: list[str]) -> dict[str, Any]
     table = {}
     for v in variants:
         mean, low, high = t_interval(list(auc[v].values()))
-        row = dict(auc_mean=mean, auc_low=low, auc_high=high)
+        row = dict(auc_mean=mean, auc_low=low, auc_high=high, seeds=len(auc[v]))
         if v != "alphazero" and "alphazero" in auc:
             seeds = sorted(set(auc[v]) & set(auc["alphazero"]))
             diff = t_interval([auc[v][s] - auc["alphazero"][s] for s in seeds])
-            row.update(auc_minus_alphazero=diff[0], diff_low=diff[1], diff_high=diff[2],
-                       beats_alphazero=bool(diff[2] < 0))
+            row.update(auc_minus_alphazero=diff[0], diff_low=diff[1], diff_high=diff[2], seeds_paired=len(seeds),
+                       beats_alphazero=None if diff[2] is None else bool(diff[2] < 0))
         scores = [r["vs_mcts"]["score"] for r in runs if r["variant"] == v and "vs_mcts" in r]
         if scores:
             row["vs_mcts_score_mean"] = sum(scores) / len(scores)
@@ -217,6 +220,15 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.evals < 1 or args.evals > args.num_steps or args.seeds < 1:
         raise SystemExit("need 1 <= --evals <= --num_steps and --seeds >= 1")
+    if args.summarise:
+        summary = json.loads(Path(args.out).read_text())
+        variants = [v for v in VARIANTS if any(r["variant"] == v for r in summary["runs"])]
+        summary.update(table=summarise(summary["runs"], variants), variants=variants,
+                       summarised_by=script_command(__file__, argv))
+        write_json(args.out, summary)
+        plot(summary, args.plot)
+        print_table(summary)
+        return 0
     enable_compilation_cache()
     sets = load_pons(args.data, args.sets, args.limit)
     summary: dict[str, Any] = dict(command=script_command(__file__, argv), args=vars(args),
@@ -233,14 +245,18 @@ def main(argv: list[str] | None = None) -> int:
             write_json(args.out, summary)  # after every run: a cut-short sweep keeps what it measured
             if args.plot:
                 plot(summary, args.plot)
-    for v, row in summary["table"].items():
-        diff = ("" if "auc_minus_alphazero" not in row else
-                f"  vs AZ {100 * row['auc_minus_alphazero']:+.1f} [{100 * row['diff_low']:+.1f}, "
-                f"{100 * row['diff_high']:+.1f}]")
-        print(f"{v:<32} AUC {100 * row['auc_mean']:.1f}% [{100 * row['auc_low']:.1f}, {100 * row['auc_high']:.1f}]"
-              f"{diff}")
+    print_table(summary)
     print(f"wrote {args.out}")
     return 0
+
+
+def print_table(summary: dict[str, Any]) -> None:
+    pct = lambda x: "-" if x is None else f"{100 * x:.1f}"  # noqa: E731
+    for v, row in summary["table"].items():
+        diff = ("" if "auc_minus_alphazero" not in row else
+                f"  vs AZ {pct(row['auc_minus_alphazero'])} [{pct(row['diff_low'])}, {pct(row['diff_high'])}]")
+        print(f"{v:<32} {row['seeds']} seeds  AUC {pct(row['auc_mean'])}% [{pct(row['auc_low'])}, "
+              f"{pct(row['auc_high'])}]{diff}")
 
 
 if __name__ == "__main__":

@@ -243,3 +243,41 @@ def test_contempt_odds_script_writes_cells_and_a_plot(tiny_model, tmp_path):
     # N_scl above the visit budget never freezes a node: the very same games as plain PUCT
     assert cells[1]["games_played"] == cells[0]["games_played"]
     assert png.stat().st_size > 1000
+
+
+def test_variants_summary_pairs_seeds_and_reports_the_area_under_each_curve(tmp_path):
+    variants = _script("variants_connect_four")
+    assert variants.area_under_curve([0, 1, 3], [0.4, 0.2, 0.2]) == pytest.approx((0.3 + 0.4) / 3)
+
+    def run(variant, seed, errors):
+        return dict(variant=variant, seed=seed, curve=[dict(self_play_positions=x, error_rate=e)
+                                                       for x, e in zip([1000, 2000, 3000], errors, strict=True)])
+
+    runs = [run("alphazero", 0, [0.4, 0.3, 0.3]), run("alphazero", 1, [0.5, 0.3, 0.2]),
+            run("alphazero", 2, [0.4, 0.4, 0.3]), run("go_exploit_visited", 0, [0.3, 0.2, 0.2]),
+            run("go_exploit_visited", 1, [0.4, 0.2, 0.1]), run("go_exploit_visited", 2, [0.3, 0.3, 0.2])]
+    out = tmp_path / "v.json"
+    out.write_text(json.dumps(dict(runs=runs)))
+    assert variants.main(["--summarise", "--out", str(out), "--plot", str(tmp_path / "v.png")]) == 0
+    table = json.loads(out.read_text())["table"]
+    assert table["alphazero"]["auc_mean"] == pytest.approx((0.325 + 0.325 + 0.375) / 3)
+    row = table["go_exploit_visited"]
+    assert row["auc_minus_alphazero"] == pytest.approx(-0.1) and row["seeds_paired"] == 3
+    assert row["diff_low"] == pytest.approx(-0.1) and row["beats_alphazero"]  # the same gain on every seed
+    assert (tmp_path / "v.png").stat().st_size > 0
+
+
+def test_unique_states_count_each_position_once_by_its_depth():
+    variants = _script("variants_connect_four")
+    import jax.numpy as jnp
+
+    from azjax import replay as rb
+
+    replay = rb.init_replay(8, (6, 7, 2), jnp.bool_, 7)
+    obs = jnp.zeros((8, 6, 7, 2), bool).at[1, 5, 3, 0].set(True).at[2, 5, 3, 0].set(True).at[3, 5, 2, 1].set(True)
+    replay = replay.replace(obs=obs)
+    seen = variants.UniqueStates()
+    seen.add_written(replay, 0, 2, 4)  # moves 0 and 1 of 4 slots: entries 0..7
+    assert seen.total == 3 and seen.by_depth() == [1, 2]  # the empty board, and two one-stone boards
+    seen.add_written(replay, 2, 3, 4)  # the ring wraps: entries 0..3 again, nothing new
+    assert seen.total == 3
