@@ -6,6 +6,9 @@ The public API; everything else is reachable through the modules named in README
     summary = train(config, "runs/c4")
     config, params = load_model("results/models/connect_four_quick")
     agent = network_agent(config, config_game(config), params, num_simulations=64)
+    # a new method: AlphaZero's seams (azjax.methods.alphazero) with one replaced
+    seams = loop_seams(config, config_game(config), make_network(config, config_game(config)))
+    trainer = Trainer(config, seams=dataclasses.replace(seams, targets=MyTargets()))
 
 The names are resolved on first access (PEP 562), so `import azjax` alone starts no JAX backend: the
 command line must call `jax.distributed.initialize()` (AZJAX_DISTRIBUTED=1) before anything imports pgx.
@@ -31,6 +34,8 @@ _EXPORTS: dict[str, str] = {
     "make_evaluator": "azjax.build",
     "load_model": "azjax.build",
     "load_checkpoint": "azjax.build",
+    "loop_seams": "azjax.build",
+    "Seams": "azjax.methods.alphazero",
     "SearchSpec": "azjax.search",
     "run_search": "azjax.search",
     "choose_move": "azjax.search",
@@ -41,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "rollout_mcts_agent": "azjax.play.agents",
     "search_agent": "azjax.play.agents",
     "train": "azjax.train",
+    "Trainer": "azjax.train.loop",
 }
 
 __all__ = [
@@ -51,11 +57,14 @@ __all__ = [
     "Game",
     "GameState",
     "SearchSpec",
+    "Seams",
+    "Trainer",
     "choose_move",
     "config_game",
     "game_named",
     "load_checkpoint",
     "load_model",
+    "loop_seams",
     "make_evaluator",
     "make_game",
     "make_network",
@@ -70,12 +79,22 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily
-    from azjax.build import config_game, game_named, load_checkpoint, load_model, make_evaluator, make_network
+    from azjax.build import (
+        config_game,
+        game_named,
+        load_checkpoint,
+        load_model,
+        loop_seams,
+        make_evaluator,
+        make_network,
+    )
     from azjax.config import PRESETS, Config, preset
     from azjax.games import GAMES, Game, GameState, make_game
+    from azjax.methods.alphazero import Seams
     from azjax.play.agents import Agent, network_agent, policy_agent, random_agent, rollout_mcts_agent, search_agent
     from azjax.search import SearchSpec, choose_move, run_search
     from azjax.train import train
+    from azjax.train.loop import Trainer
 
 
 def __getattr__(name: str) -> Any:

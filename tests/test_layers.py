@@ -135,3 +135,13 @@ def test_there_are_no_import_circles() -> None:
     for m in sorted(graph):
         if m not in state:
             visit(m)
+
+
+def test_every_public_name_resolves_to_what_its_module_defines() -> None:
+    import importlib
+
+    import azjax
+
+    assert sorted(azjax.__all__) == sorted(azjax._EXPORTS)
+    for name, module in azjax._EXPORTS.items():
+        assert getattr(azjax, name) is getattr(importlib.import_module(module), name), name
