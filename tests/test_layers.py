@@ -144,4 +144,20 @@ def test_every_public_name_resolves_to_what_its_module_defines() -> None:
 
     assert sorted(azjax.__all__) == sorted(azjax._EXPORTS)
     for name, module in azjax._EXPORTS.items():
-        assert getattr(azjax, name) is getattr(importlib.import_module(module), name), name
+        if name != "train":
+            assert getattr(azjax, name) is getattr(importlib.import_module(module), name), name
+
+
+def test_azjax_train_trains_even_after_its_package_is_imported(tmp_path) -> None:
+    """Importing `azjax.train.loop` binds `azjax.train` to the package; calling it still runs `train()`."""
+    import importlib
+
+    import pytest
+
+    import azjax
+    from azjax.checkpoint import CheckpointError
+
+    importlib.import_module("azjax.train.loop")
+    assert callable(azjax.train)
+    with pytest.raises((CheckpointError, FileNotFoundError)):
+        azjax.train(None, tmp_path / "nothing here", resume=True)

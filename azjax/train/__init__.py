@@ -16,6 +16,7 @@ import shutil
 import signal
 import sys
 import time
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -413,3 +414,14 @@ def _num(v: Any) -> Any:
     except (TypeError, ValueError):
         return v
 
+
+
+class _TrainPackage(types.ModuleType):
+    """`azjax.train` is both this package and, in the public API, its `train` function. Once the package is
+    imported Python binds `azjax.train` to the package, so the package, called, is the function."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return train(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _TrainPackage
