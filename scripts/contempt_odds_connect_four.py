@@ -190,6 +190,8 @@ def plot(summary: dict[str, Any], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from azjax.train.plots import save_figure
+
     cells = summary["cells"]
     fig, ax = plt.subplots(figsize=(7, 4.5))
     settings = list(dict.fromkeys(c["n_scl"] for c in cells))
@@ -212,10 +214,7 @@ def plot(summary: dict[str, Any], path: str) -> None:
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -208,6 +208,8 @@ def plot(summary: dict[str, Any], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from azjax.train.plots import save_figure
+
     rows = summary["settings"]
     temps = sorted({r["tau"] for r in rows})
     scls = [s for s in dict.fromkeys(r["n_scl"] for r in rows)]
@@ -264,10 +266,7 @@ def plot(summary: dict[str, Any], path: str) -> None:
     ax2.set_ylim(-0.02, 1.02)
     ax2.grid(alpha=0.3)
     ax2.legend(fontsize=7, ncol=2)
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def report(args: argparse.Namespace, run: Callable[[], dict[str, Any]],

@@ -81,6 +81,8 @@ def plot(curves: dict[str, list[list[float]]], file: Path, title: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from azjax.train.plots import save_figure
+
     fig, (ax, ax2) = plt.subplots(2, 1, figsize=(7, 6), sharex=True, height_ratios=[2, 1])
     pairs = curves["empty_board_black_lead"]
     ax.plot([t / 60 for t, _ in pairs], [v for _, v in pairs], lw=1.2, label="empty board: Black's expected board lead")
@@ -95,10 +97,7 @@ def plot(curves: dict[str, list[list[float]]], file: Path, title: str) -> None:
     ax2.set_xlabel("training time (minutes)")
     ax2.grid(alpha=0.3)
     ax2.legend(loc="upper right", fontsize=8)
-    file.parent.mkdir(parents=True, exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(file, dpi=120)
-    plt.close(fig)
+    save_figure(fig, file)
 
 
 def main(argv: list[str] | None = None) -> int:

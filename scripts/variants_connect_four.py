@@ -190,6 +190,8 @@ def plot(summary: dict[str, Any], path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from azjax.train.plots import save_figure
+
     fig, ax = plt.subplots(figsize=(7, 4.5))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, v in enumerate(summary["variants"]):
@@ -205,10 +207,7 @@ def plot(summary: dict[str, Any], path: str) -> None:
     ax.set_title("Connect Four variants at equal self-play positions (one line per seed)")
     ax.legend(fontsize=8)
     ax.grid(alpha=0.3)
-    fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    save_figure(fig, path)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -33,6 +33,16 @@ def _smooth(y: list[float], n: int) -> list[float]:
     return out
 
 
+def save_figure(fig: Any, path: str | Path, dpi: int = 120) -> Path:
+    """Lays out `fig`, writes it to `path` (creating its folder) and closes it."""
+    path = Path(path)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+    return path
+
+
 def plot_run(run_dir: str | Path, rows: list[dict[str, Any]], evals: list[dict[str, Any]]) -> Path | None:
     """Writes RUN_DIR/curves.png: losses, evaluation score, game length and self-play results."""
     if not rows:
@@ -65,8 +75,4 @@ def plot_run(run_dir: str | Path, rows: list[dict[str, Any]], evals: list[dict[s
     ax.set(title="self-play results", xlabel="minutes", ylabel="fraction", ylim=(0, 1))
     ax.legend()
     fig.suptitle(str(Path(run_dir).name))
-    fig.tight_layout()
-    out = Path(run_dir) / "curves.png"
-    fig.savefig(out, dpi=90)
-    plt.close(fig)
-    return out
+    return save_figure(fig, Path(run_dir) / "curves.png", dpi=90)
