@@ -119,6 +119,11 @@ def game_starts(config: Config, game: Game, net: PolicyValueNet) -> GameStarts:
     return NewGames(game)
 
 
+def start_pool_size(config: Config) -> int:
+    """States the game starts' pool holds over all devices: Go-Exploit's archive, else SAI's start queue."""
+    return config.archive_size if config.start_state_prob < 1 else config.start_queue_size
+
+
 def targets(config: Config) -> Targets:
     """What the replay records and the value target: z, or (1 - w) z + w q with `value_target_q_weight` w;
     TDLeaf(lambda) (`td_lambda` < 1 or `td_zero_unpredicted`) puts the lambda-return in z's place."""

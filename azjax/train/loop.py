@@ -46,7 +46,7 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from azjax import replay as rb
-from azjax.build import config_game, init_params, loop_seams, make_network
+from azjax.build import config_game, init_params, loop_seams, make_network, start_pool_size
 from azjax.config import Config
 from azjax.games import Game, GameState
 from azjax.games.augment import augment
@@ -157,7 +157,7 @@ class LocalSizes:
     num_envs: int
     replay_size: int
     batch_size: int
-    start_queue_size: int = 1
+    start_pool_size: int = 1  # the game starts' pool (SAI queue or Go-Exploit archive) on this device
 
 
 def local_sizes(config: Config, num_devices: int) -> LocalSizes:
@@ -168,8 +168,7 @@ def local_sizes(config: Config, num_devices: int) -> LocalSizes:
     replay = (config.replay_size // num_devices) // envs * envs
     if replay < envs:
         raise ValueError(f"replay_size={config.replay_size} is smaller than num_envs={config.num_envs}")
-    pool = config.archive_size if config.start_state_prob < 1 else config.start_queue_size
-    queue = max(1, pool // num_devices)
+    queue = max(1, start_pool_size(config) // num_devices)
     return LocalSizes(num_devices, envs, replay, config.batch_size // num_devices, queue)
 
 
@@ -259,7 +258,7 @@ class Trainer:
         b = self.sizes.num_envs
         k_games = self._device_key(k_games)
         games = jax.vmap(self.game.init)(jax.random.split(k_games, b))
-        games, slots, pool = self.starts.init(k_games, params, games, self.sizes.start_queue_size)
+        games, slots, pool = self.starts.init(k_games, params, games, self.sizes.start_pool_size)
         actors = GamesInFlight(
             state=games,
             game_id=jnp.zeros((b,), jnp.int32),
