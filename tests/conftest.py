@@ -22,9 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from azjax.build import make_network
+from azjax.build import init_params, make_network
 from azjax.checkpoint import save_config, save_params
-from azjax.config import Config
+from azjax.config import Config, preset
 from azjax.games import make_game
 
 # One directory for the whole session: set in the environment by the first process that loads this file
@@ -79,6 +79,17 @@ def random_params(config: Config, game) -> dict:  # noqa: ANN001
         return (rng.standard_normal(x.shape) / np.sqrt(fan_in)).astype(x.dtype)
 
     return jax.tree_util.tree_map_with_path(fill, shapes)
+
+
+@pytest.fixture(scope="session")
+def c4_quick_untrained(tmp_path_factory) -> Path:  # noqa: ANN001
+    """An untrained Connect Four model directory: the quick preset at 1x8, `init_params` with key 0."""
+    config = preset("connect_four", "quick", num_blocks=1, num_channels=8)
+    game = make_game("connect_four")
+    path = tmp_path_factory.mktemp("c4_quick_untrained")
+    save_config(path, config)
+    save_params(path, init_params(make_network(config, game), game, jax.random.key(0)))
+    return path
 
 
 @pytest.fixture(scope="session")

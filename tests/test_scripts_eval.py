@@ -59,19 +59,9 @@ def sample():
 
 
 @pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory):
+def tiny_model(c4_quick_untrained) -> str:
     """An untrained 1x8 Connect Four model directory (the scripts load it like `azjax eval` does)."""
-    from azjax.build import init_params, make_network
-    from azjax.checkpoint import save_config, save_params
-    from azjax.config import preset
-
-    config = preset("connect_four", "quick", num_blocks=1, num_channels=8)
-    game = base_game("connect_four")
-    params = init_params(make_network(config, game), game, jax.random.key(0))
-    path = tmp_path_factory.mktemp("c4tiny")
-    save_config(path, config)
-    save_params(path, params)
-    return str(path)
+    return str(c4_quick_untrained)
 
 
 # ---------------------------------------------------------------- Pons' test sets

@@ -199,25 +199,9 @@ def test_adjudicate_by_material(material_states):
 # ---------------------------------------------------------------- scripts end to end
 
 
-@pytest.fixture(scope="module")
-def c4_checkpoint(tmp_path_factory):
-    from azjax.build import init_params, make_network
-    from azjax.checkpoint import save_config, save_params
-    from azjax.config import preset
-    from azjax.games import make_game
-
-    config = preset("connect_four", "quick", num_blocks=1, num_channels=8)
-    game = make_game("connect_four")
-    params = init_params(make_network(config, game), game, jax.random.key(0))
-    path = tmp_path_factory.mktemp("c4model")
-    save_config(path, config)
-    save_params(path, params)
-    return path
-
-
-def test_contempt_sweep_checkpoint_cli(c4_checkpoint, tmp_path):
+def test_contempt_sweep_checkpoint_cli(c4_quick_untrained, tmp_path):
     out, png = tmp_path / "sweep.json", tmp_path / "sweep.png"
-    cmd = [sys.executable, str(ROOT / "scripts" / "contempt_sweep.py"), "--checkpoint", str(c4_checkpoint),
+    cmd = [sys.executable, str(ROOT / "scripts" / "contempt_sweep.py"), "--checkpoint", str(c4_quick_untrained),
            "--games", "4", "--sims", "8", "--n_scl", "1", "off", "--temps", "0", "1", "--max_prefix", "10",
            "--out", str(out), "--plot", str(png)]  # fmt: skip
     env = dict(os.environ, JAX_PLATFORMS="cpu", AZJAX_CACHE_DIR=jax.config.jax_compilation_cache_dir or "off")
