@@ -192,8 +192,10 @@ def pad_tree(tree: mctx.Tree, num_nodes: int) -> mctx.Tree:
     node_fields = ("node_visits", "raw_values", "node_values", "parents", "action_from_parent", "children_index",
                    "children_prior_logits", "children_visits", "children_rewards", "children_discounts",
                    "children_values")
+    # Per-node extra data (search-contempt's depth, frozen flags and counts [B, n, ...]) grows the same way.
+    extra = jax.tree.map(lambda x: pad("extra_data", x) if x.ndim >= 2 and x.shape[1] == n else x, tree.extra_data)
     return tree.replace(**{f: pad(f, getattr(tree, f)) for f in node_fields},
-                        embeddings=jax.tree.map(lambda x: pad("embeddings", x), tree.embeddings))
+                        embeddings=jax.tree.map(lambda x: pad("embeddings", x), tree.embeddings), extra_data=extra)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,7 +244,7 @@ class PlayoutCapSearch:
 
     def search(self, params: Any, key: jax.Array, states: GameState) -> tuple[Searched, dict[str, jax.Array]]:
         b = states.current_player.shape[0]
-        if self.full_prob >= 1:
+        if not isinstance(self.full_prob, jax.core.Tracer) and self.full_prob >= 1:  # traced: a sweep's run axis
             out, target = self._full(params, key, states)
             full = jnp.bool_(True)
         else:

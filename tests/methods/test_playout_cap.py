@@ -232,3 +232,21 @@ def test_forced_playouts_give_the_pruned_policy_target() -> None:
     np.testing.assert_array_equal(searched.policy_target, pc.pruned_policy_target(searched.out.search_tree, 2.0))
     with pytest.raises(ValueError, match="PUCT"):
         pc.PlayoutCapSearch(spec.__class__(kind="gumbel"), game, evaluate, 1.0, 2, forced_k=2.0)
+
+
+def test_playout_caps_compose_with_search_contempt() -> None:
+    """The fast search's contempt tree (its per-node depth and frozen counts too) is padded to the full one's
+    shape, so the two can share a `lax.cond`."""
+    import dataclasses
+
+    game, w, evaluate, states, spec, _ = _connect_four_search_policies()
+    contempt = dataclasses.replace(spec, n_scl=2)
+    capped = pc.PlayoutCapSearch(contempt, game, evaluate, full_prob=0.5, fast_simulations=2)
+    search = jax.jit(capped.search)
+    seen = set()
+    for i in range(12):
+        searched, _ = search(w, jax.random.key(i), states)
+        visits = int(searched.out.search_tree.summary().visit_counts[0].sum())
+        assert visits == (8 if bool(searched.trained[0]) else 2)
+        seen.add(bool(searched.trained[0]))
+    assert seen == {True, False}
