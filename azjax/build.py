@@ -96,26 +96,32 @@ def init_params(net: PolicyValueNet, game: Game, key: jax.Array) -> Any:
 # ---------------------------------------------------------------- the seams (azjax.methods.alphazero)
 
 
-def value_head(config: Config) -> ValueHead:
+def value_head(config: Config, like: Config | None = None) -> ValueHead:
     """How network outputs become a value. AlphaZero: tanh. SAI (`value_head="sai"`): the winrate 2 rho(0) - 1
-    of the player to move, or with `sensible_lambda` > 0 the sensible agent."""
-    if config.value_head == "sai":
-        return sai.SigmoidKomiValue(sensible_lambda=config.sensible_lambda)
+    of the player to move, or with `sensible_lambda` > 0 the sensible agent.
+
+    `like` (here and in the seam builders below): the config whose switches pick the components, `config`
+    the one whose values fill them; they differ in a sweep, where values ride a traced run axis."""
+    like = like or config
+    if like.value_head == "sai":
+        return sai.SigmoidKomiValue(sensible_lambda=config.sensible_lambda, sensible=like.sensible_lambda > 0)
     return TanhValue()
 
 
-def game_starts(config: Config, game: Game, net: PolicyValueNet) -> GameStarts:
+def game_starts(config: Config, game: Game, net: PolicyValueNet, like: Config | None = None) -> GameStarts:
     """Where a restarting slot's game comes from. AlphaZero: `game.init`. SAI: komi from the empty board's
     sigmoid, and branch starts from finished games. Go-Exploit (`start_state_prob` < 1): an archive of
     visited or searched states."""
-    if config.start_state_prob < 1:
+    like = like or config
+    if like.start_state_prob < 1:
         return ArchiveStarts(game=game, start_state_prob=config.start_state_prob, kind=config.archive_kind,
                              population=config.archive, learning_steps=config.sgd_steps_per_step)
-    if config.value_head == "sai":
+    if like.value_head == "sai":
         size = game.observation_shape[0]
         return sai.KomiStarts(game=game, heads=sai.network_heads(net.apply),
                               official_share=config.sai_official_komi_share, branch_prob=config.branch_prob,
-                              max_branches=config.max_branches, max_komi=size**2 + 0.5)
+                              max_branches=config.max_branches, max_komi=size**2 + 0.5,
+                              branching=like.branch_prob > 0 and like.max_branches > 0)
     return NewGames(game)
 
 
@@ -124,28 +130,32 @@ def start_pool_size(config: Config) -> int:
     return config.archive_size if config.start_state_prob < 1 else config.start_queue_size
 
 
-def targets(config: Config) -> Targets:
+def targets(config: Config, like: Config | None = None) -> Targets:
     """What the replay records and the value target: z, or (1 - w) z + w q with `value_target_q_weight` w;
     TDLeaf(lambda) (`td_lambda` < 1 or `td_zero_unpredicted`) puts the lambda-return in z's place."""
-    if config.td_lambda < 1 or config.td_zero_unpredicted:
-        return TDLeafTargets(lam=config.td_lambda, zero_unpredicted=config.td_zero_unpredicted,
-                             q_weight=config.value_target_q_weight)
-    return OutcomeTargets(q_weight=config.value_target_q_weight)
+    like = like or config
+    mixes_q = like.value_target_q_weight > 0
+    if like.td_lambda < 1 or like.td_zero_unpredicted:
+        return TDLeafTargets(lam=config.td_lambda, zero_unpredicted=like.td_zero_unpredicted,
+                             q_weight=config.value_target_q_weight, mixes_q=mixes_q)
+    return OutcomeTargets(q_weight=config.value_target_q_weight, mixes_q=mixes_q)
 
 
-def loop_seams(config: Config, game: Game, net: PolicyValueNet) -> Seams:
-    """The loop's four seams for a config: AlphaZero's unless it switches a method on."""
-    value = value_head(config)
-    return Seams(search=search_policy(config, game, value.evaluator(net.apply)), value=value,
-                 starts=game_starts(config, game, net), targets=targets(config))
+def loop_seams(config: Config, game: Game, net: PolicyValueNet, like: Config | None = None) -> Seams:
+    """The loop's four seams for a config: AlphaZero's unless it switches a method on (`like`: see `value_head`)."""
+    value = value_head(config, like)
+    return Seams(search=search_policy(config, game, value.evaluator(net.apply), like), value=value,
+                 starts=game_starts(config, game, net, like), targets=targets(config, like))
 
 
-def search_policy(config: Config, game: Game, evaluate: Evaluator | ParentAwareEvaluator) -> SearchPolicy:
+def search_policy(config: Config, game: Game, evaluate: Evaluator | ParentAwareEvaluator,
+                  like: Config | None = None) -> SearchPolicy:
     """How self-play searches: the config's search on every move, or KataGo's playout caps
     (`full_search_prob` < 1: full searches with that probability, fast ones otherwise; `forced_playouts_k`
     > 0: forced playouts and policy-target pruning in the full searches)."""
+    like = like or config
     spec = search_spec(config, training=True)
-    if config.full_search_prob < 1 or config.forced_playouts_k > 0:
+    if like.full_search_prob < 1 or like.forced_playouts_k > 0:
         return PlayoutCapSearch(spec=spec, game=game, evaluate=evaluate, full_prob=config.full_search_prob,
                                 fast_simulations=config.fast_simulations, forced_k=config.forced_playouts_k)
     return FullSearch(spec=spec, game=game, evaluate=evaluate)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from pathlib import Path
@@ -62,19 +61,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--summarise", action="store_true",
                    help="train nothing: recompute the table and the plot of the runs already in --out")
     return p
-
-
-def t_interval(values: list[float]) -> tuple[float, float | None, float | None]:
-    """(mean, low, high): the mean with a 95% Student-t interval (None, None from one value)."""
-    from scipy import stats
-
-    n = len(values)
-    mean = sum(values) / n
-    if n < 2:
-        return mean, None, None
-    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    half = stats.t.ppf(0.975, n - 1) * sd / math.sqrt(n)
-    return mean, mean - half, mean + half
 
 
 def area_under_curve(xs: list[float], ys: list[float]) -> float:
@@ -162,6 +148,8 @@ def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]
 
 
 def summarise(runs: list[dict[str, Any]], variants: list[str]) -> dict[str, Any]:
+    from azjax.play.arena import t_interval
+
     auc = {}
     for run in runs:
         xs = [p["self_play_positions"] for p in run["curve"]]

@@ -123,6 +123,23 @@ def cmd_train(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_sweep(args: argparse.Namespace) -> int:
+    from azjax.train.sweep import grid_runs, parse_grid, run_sweep
+
+    if args.resume:
+        if _overrides(args) or args.grid or args.seeds is not None:
+            raise ValueError("--resume continues a sweep as it was started: give no --grid, --seeds or fields")
+        summary = run_sweep(None, args.resume, resume=True, progress=not args.no_progress)
+    else:
+        grid = parse_grid(args.grid or [])
+        base = preset(args.game, args.preset, **_overrides(args))
+        runs = grid_runs(base, grid, args.seeds if args.seeds is not None else 1)
+        sweep_dir = args.run_dir or f"runs/sweep_{args.game}_{args.preset}_{time.strftime('%Y%m%d_%H%M%S')}"
+        summary = run_sweep(runs, sweep_dir, grid=grid, progress=not args.no_progress)
+    print(f"sweep directory: {summary['sweep_dir']} ({'finished' if summary['finished'] else 'stopped'})")
+    return 0
+
+
 # ---------------------------------------------------------------- agents
 
 
@@ -291,7 +308,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("train", help="train a network by self-play")
     p.add_argument("--game", default="connect_four", choices=list(PRESETS))
-    p.add_argument("--preset", default="quick", help="quick (CPU, minutes), full (one GPU); go_7x7: also sai")
+    p.add_argument("--preset", default="quick",
+                   help="quick (CPU, minutes), full (one GPU); connect_four: also hour (CPU, 1 h); go_7x7: also sai")
     p.add_argument("--run_dir", default=None, help="default: runs/GAME_PRESET_TIME")
     p.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue a stopped run")
     p.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
@@ -299,6 +317,18 @@ def build_parser() -> argparse.ArgumentParser:
                    help="stop after this much training time, with a checkpoint (continue with --resume)")
     _config_flags(p)
     p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("sweep", help="many training runs (seeds x a grid of fields) as one jitted program")
+    p.add_argument("--game", default="connect_four", choices=list(PRESETS))
+    p.add_argument("--preset", default="quick")
+    p.add_argument("--seeds", type=int, default=None, help="runs per grid point, seeds seed, seed+1, ... (default 1)")
+    p.add_argument("--grid", action="append", default=None, metavar="FIELD=v1,v2,...",
+                   help="repeatable: a config field and its values (the runs are the cartesian product)")
+    p.add_argument("--run_dir", default=None, help="the sweep directory (default: runs/sweep_GAME_PRESET_TIME)")
+    p.add_argument("--resume", default=None, metavar="SWEEP_DIR", help="continue a stopped sweep")
+    p.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
+    _config_flags(p)
+    p.set_defaults(func=cmd_sweep)
 
     p = sub.add_parser("eval", help="play games between two agents (colours alternate)")
     p.add_argument("agent_a")

@@ -262,14 +262,20 @@ class OutcomeTargets:
     root search value of the position (then recorded as `root_value`)."""
 
     q_weight: float = 0.0
+    # Whether q is recorded and mixed in: q_weight > 0 unless given (a sweep passes it, with q_weight traced).
+    mixes_q: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.mixes_q is None:
+            object.__setattr__(self, "mixes_q", bool(self.q_weight > 0))
 
     @property
     def records(self) -> tuple[str, ...]:
-        return ("root_value",) if self.q_weight > 0 else ()
+        return ("root_value",) if self.mixes_q else ()
 
     def record(self, searched: Searched, states: GameState, action: Array) -> Records:
         del states, action
-        return {"root_value": searched.out.search_tree.node_values[:, 0]} if self.q_weight > 0 else {}
+        return {"root_value": searched.out.search_tree.node_values[:, 0]} if self.mixes_q else {}
 
     def game_ended(self, replay: rb.Replay, ptr: Array, ended: Array, game_id: Array, rewards: Array) -> rb.Replay:
         del ptr

@@ -111,7 +111,7 @@ def sensible_bonus(alpha: Array, beta: Array, kbar: Array, lam: float) -> Array:
     xbar = logit(pi_lambda) / beta - (alpha + kbar); 0 for lambda = 0. Negative when the player is ahead
     (it plays against a handicap), positive when it is behind.
     """
-    if lam == 0:
+    if not isinstance(lam, jax.core.Tracer) and lam == 0:  # traced: a sweep's run axis, where lambda > 0
         return jnp.zeros_like(alpha)
     z = beta * (alpha + kbar)
     pi = (1.0 - lam) * jax.nn.sigmoid(z) + 0.5 * lam
@@ -175,11 +175,15 @@ def sensible_evaluator(heads: Heads, lam: float) -> ParentAwareEvaluator:
     return ParentAwareEvaluator(root=root, child=child)
 
 
-def make_sai_evaluator(heads: Heads, lam: float = 0.0) -> Evaluator | ParentAwareEvaluator:
-    """`winrate_evaluator` for lambda = 0 (the same values, less work), else `sensible_evaluator`."""
-    if not 0.0 <= lam <= 1.0:
-        raise ValueError(f"sensible_lambda must be in [0, 1], got {lam}")
-    return winrate_evaluator(heads) if lam == 0 else sensible_evaluator(heads, lam)
+def make_sai_evaluator(heads: Heads, lam: float | Array = 0.0,
+                       sensible: bool | None = None) -> Evaluator | ParentAwareEvaluator:
+    """`winrate_evaluator` for lambda = 0 (the same values, less work), else `sensible_evaluator`.
+    `sensible` picks between them when lambda is traced (a sweep); then lambda is not checked here."""
+    if sensible is None:
+        if not 0.0 <= lam <= 1.0:
+            raise ValueError(f"sensible_lambda must be in [0, 1], got {lam}")
+        sensible = lam != 0
+    return sensible_evaluator(heads, lam) if sensible else winrate_evaluator(heads)
 
 
 # ---------------------------------------------------------------- komi of new games and branches
@@ -284,9 +288,10 @@ class SigmoidKomiValue:
     columns: tuple[str, ...] = ("alpha_std", "beta_std", "policy_head_active", "alpha_head_active",
                                 "beta_head_active")
     records: tuple[str, ...] = ("kbar",)
+    sensible: bool | None = None  # the sensible agent or the plain winrate; sensible_lambda > 0 unless given
 
     def evaluator(self, apply_fn: Callable[..., tuple[Array, Array, Array]]) -> Evaluator | ParentAwareEvaluator:
-        return make_sai_evaluator(network_heads(apply_fn), self.sensible_lambda)
+        return make_sai_evaluator(network_heads(apply_fn), self.sensible_lambda, self.sensible)
 
     def record(self, states: GameState) -> dict[str, Array]:
         return {"kbar": signed_komi(states.komi, black_to_move(states))}
@@ -324,10 +329,13 @@ class KomiStarts:
     max_komi: float
     columns: tuple[str, ...] = ("empty_board_black_lead", "empty_board_beta", "branch_starts", "branches_queued",
                                 "new_games", "new_game_komi_mean", "new_game_komi_std", "start_queue_size")
+    # Whether games branch: branch_prob > 0 and max_branches > 0 unless given (a sweep passes it, with
+    # branch_prob traced).
+    branching: bool | None = None
 
-    @property
-    def branching(self) -> bool:
-        return self.branch_prob > 0 and self.max_branches > 0
+    def __post_init__(self) -> None:
+        if self.branching is None:
+            object.__setattr__(self, "branching", bool(self.branch_prob > 0 and self.max_branches > 0))
 
     def empty_board_sigmoid(self, params: Any) -> tuple[Array, Array]:
         """(alpha0, beta0): the net's sigmoid for the empty board, Black to move (alpha0 = Black's lead)."""

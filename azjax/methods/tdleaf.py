@@ -192,11 +192,16 @@ class TDLeafTargets:
     lam: float
     zero_unpredicted: bool = False
     q_weight: float = 0.0
+    mixes_q: bool | None = None  # as `OutcomeTargets.mixes_q`
+
+    def __post_init__(self) -> None:
+        if self.mixes_q is None:
+            object.__setattr__(self, "mixes_q", bool(self.q_weight > 0))
 
     @property
     def records(self) -> tuple[str, ...]:
         names = ("pv_value",) + (("pv_first", "pv_second", "action") if self.zero_unpredicted else ())
-        return names + (("root_value",) if self.q_weight > 0 else ())
+        return names + (("root_value",) if self.mixes_q else ())
 
     def record(self, searched: Searched, states: GameState, action: jax.Array) -> Records:
         del states
@@ -207,7 +212,7 @@ class TDLeafTargets:
             second = pv.actions[:, 1] if pv.actions.shape[1] > 1 else jnp.full_like(action, -1)
             records.update(pv_first=pv.actions[:, 0].astype(jnp.float32), pv_second=second.astype(jnp.float32),
                            action=action.astype(jnp.float32))
-        if self.q_weight > 0:
+        if self.mixes_q:
             records["root_value"] = tree.node_values[:, 0]
         return records
 

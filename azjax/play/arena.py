@@ -149,6 +149,20 @@ def score_from_elo(elo: float | np.ndarray) -> float | np.ndarray:
     return float(s) if s.ndim == 0 else s
 
 
+def t_interval(values: Sequence[float]) -> tuple[float, float | None, float | None]:
+    """(mean, low, high): the mean of independent runs (seeds) with a 95% Student-t interval (None, None
+    from one value)."""
+    from scipy import stats
+
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, None, None
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = float(stats.t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
 def wilson_interval(score: float, n: int, z: float = Z95) -> tuple[float, float]:
     """Wilson score interval for a score in [0, 1] over `n` games (draws count as half points).
 

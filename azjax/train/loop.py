@@ -32,6 +32,7 @@ all-reduce). Each device draws its own random numbers by folding its index into 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 from collections.abc import Callable
@@ -131,13 +132,14 @@ def with_head_health(apply_fn: Callable) -> Callable:
 
 def make_optimizer(config: Config) -> optax.GradientTransformation:
     total = max(config.num_steps * config.sgd_steps_per_step, config.lr_warmup_steps + 1)
-    schedule = optax.warmup_cosine_decay_schedule(
-        init_value=0.0,
-        peak_value=config.learning_rate,
-        warmup_steps=config.lr_warmup_steps,
-        decay_steps=total,
-        end_value=config.learning_rate * config.lr_end_fraction,
-    )
+    lr, end = config.learning_rate, config.lr_end_fraction
+    # optax's warmup-cosine schedule, spelled out because optax compares the peak with 0 in Python, which a
+    # sweep's traced learning rate cannot do; the same operations, so the same values bit for bit.
+    alpha = lr * end / lr if isinstance(lr, jax.core.Tracer) or lr != 0 else 0.0
+    schedule = optax.join_schedules([
+        optax.linear_schedule(init_value=0.0, end_value=lr, transition_steps=config.lr_warmup_steps),
+        optax.cosine_decay_schedule(init_value=lr, decay_steps=total - config.lr_warmup_steps, alpha=alpha),
+    ], [config.lr_warmup_steps])
     # Decoupled weight decay (AdamW): an L2 term inside Adam's normalised update would shrink every
     # weight with a small data gradient at the full learning rate.
     return optax.chain(optax.clip_by_global_norm(1.0),
@@ -177,18 +179,11 @@ class Trainer:
     method at its off values with AlphaZero, optionally seams other than the config's)."""
 
     def __init__(self, config: Config, devices: list[jax.Device] | None = None, seams: Seams | None = None):
-        self.config = config
         self.game: Game = config_game(config)
         self.net: PolicyValueNet = make_network(config, self.game)
-        seams = seams or loop_seams(config, self.game, self.net)
-        self.search: SearchPolicy = seams.search
-        self.value: ValueHead = seams.value
-        self.starts: GameStarts = seams.starts
-        self.targets: Targets = seams.targets
-        self.evaluate = self.value.evaluator(self.net.apply)
-        self.spec: SearchSpec = self.search.spec
+        self._own_seams = seams is None
+        self._bind(config, seams or loop_seams(config, self.game, self.net))
         self.sgd_info_keys = sorted(jax.eval_shape(self._sgd_info_shapes).keys())
-        self.optimizer = make_optimizer(config)
         devices = list(devices) if devices is not None else jax.devices()
         self.mesh = Mesh(np.array(devices), (AXIS,))
         self.sizes = local_sizes(config, len(devices))
@@ -204,6 +199,26 @@ class Trainer:
                                    out_specs=(specs, P()), check_vma=False)
         self._step = jax.jit(step_local, in_shardings=(self.shardings,),
                              out_shardings=(self.shardings, None), donate_argnums=0)
+
+    def _bind(self, config: Config, seams: Seams) -> None:
+        """The parts that read the config's values: the seams, the optimizer, the config itself."""
+        self.config = config
+        self.search: SearchPolicy = seams.search
+        self.value: ValueHead = seams.value
+        self.starts: GameStarts = seams.starts
+        self.targets: Targets = seams.targets
+        self.evaluate = self.value.evaluator(self.net.apply)
+        self.spec: SearchSpec = self.search.spec
+        self.optimizer = make_optimizer(config)
+
+    def rebound(self, config: Config) -> Trainer:
+        """This trainer with `config`'s values (traced ones too: a sweep's run axis) in its seams, optimizer
+        and loop; the components stay those this trainer's config picked, and so do every size and shape."""
+        if not self._own_seams:
+            raise ValueError("a trainer built with its own seams cannot be rebound to another config")
+        new = copy.copy(self)
+        new._bind(config, loop_seams(config, self.game, self.net, like=self.config))
+        return new
 
     def _sgd_info_shapes(self) -> dict[str, Any]:
         """The names of the SGD step's metrics (losses and head health) for this config's network."""

@@ -1,0 +1,500 @@
+"""Batched sweeps: many training runs as one jitted program.
+
+    sweep = Sweep(configs)                  # runs that differ only in run-axis fields (seed, lr, ...)
+    states = sweep.init()                   # the loop state of every run, leading run axis [R, ...]
+    states, metrics = sweep.step(states)    # one loop step of every run at once; each metric [R]
+
+The loop's state gets a leading run axis, and one jitted step advances every run: `jax.vmap` over the
+runs of the single-run step (`Trainer._step_local`), the run-axis fields that differ between runs
+passed as traced values (`Trainer.rebound`). Runs that need a different program (another network size,
+batch, search kind, a method switched on in some and off in others) are split into programs by
+`group_programs`, and `run_sweep` runs those one after another.
+
+Devices: a 2-D mesh (`runs`, `data`): runs split across devices when the run count allows it, and each
+run's games split across the rest (the single-run data parallelism, with its collectives over `data`).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import itertools
+import math
+import os
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
+from jax.sharding import PartitionSpec as P
+
+from azjax import checkpoint as ckpt
+from azjax.config import Config, parse_field
+from azjax.play.arena import t_interval
+from azjax.train import (
+    HeadWatch,
+    RunLog,
+    _checkpoint,
+    _progress,
+    _say,
+    evaluate,
+    load_metrics,
+    metric_columns,
+    numerical_fault,
+    step_row,
+)
+from azjax.train.loop import AXIS, LoopState, Trainer
+from azjax.train.plots import save_figure
+
+RUNS = "runs"
+
+# Fields that ride the run axis: values that change no array shape and no component, so one program
+# serves every value. The others (network, batch, simulations, search kind, ...) split programs.
+RUN_AXIS_FIELDS = (
+    "seed", "learning_rate", "lr_end_fraction", "weight_decay", "pb_c_init", "dirichlet_alpha",
+    "dirichlet_fraction", "gumbel_scale", "temperature_moves", "value_target_q_weight", "value_loss_weight",
+    "n_scl", "sensible_lambda", "branch_prob", "sai_official_komi_share", "start_state_prob", "td_lambda",
+    "full_search_prob",
+)
+# Run-axis fields that also switch a component on, with the value at which it is off and its method reduces to
+# AlphaZero bit for bit: a program holds the component when any of its runs switches it on, and its runs at the
+# off value compute what they would without it, to float rounding as every vmapped run does (q weight 0:
+# (1 - 0) z + 0 q = z; lambda = 1: the outcome; start_state_prob = 1: the same fresh games).
+SWITCH_OFF_VALUES = {"value_target_q_weight": 0.0, "start_state_prob": 1.0, "td_lambda": 1.0}
+# Run-axis fields whose off value takes another code path that is not bit for bit the same: off and on split
+# programs; values that are all on ride one.
+SPLIT_AT_OFF_VALUES = {"n_scl": None, "sensible_lambda": 0.0, "branch_prob": 0.0, "full_search_prob": 1.0}
+# Host-side fields: logging, checkpoints and evaluation; they never change the program.
+HOST_FIELDS = ("log_every", "checkpoint_every", "eval_every", "eval_games", "eval_simulations",
+               "eval_opponent_simulations", "eval_search")
+
+
+def program_key(config: Config) -> tuple[Any, ...]:
+    """What decides a run's program: every field but the run-axis and host ones, and which of
+    `SPLIT_AT_OFF_VALUES` are off."""
+    skip = set(RUN_AXIS_FIELDS) | set(HOST_FIELDS)
+    fields = tuple((f.name, getattr(config, f.name)) for f in dataclasses.fields(config) if f.name not in skip)
+    return (*fields, *((f"{name} off", getattr(config, name) == off) for name, off in SPLIT_AT_OFF_VALUES.items()))
+
+
+def program_splitters(configs: Sequence[Config]) -> list[str]:
+    """The fields whose values split `configs` into several programs."""
+    keys = [dict(program_key(c)) for c in configs]
+    return sorted({k.removesuffix(" off") for k in keys[0] if len({repr(key[k]) for key in keys}) > 1})
+
+
+def group_programs(configs: Sequence[Config]) -> list[list[int]]:
+    """The run indices of each program, programs in order of their first run."""
+    groups: dict[tuple[Any, ...], list[int]] = {}
+    for i, c in enumerate(configs):
+        groups.setdefault(program_key(c), []).append(i)
+    return list(groups.values())
+
+
+def program_config(configs: Sequence[Config]) -> Config:
+    """The config that picks a program's components: its first run's, with each method switch on where any
+    run switches it on (`SWITCH_OFF_VALUES`)."""
+    like = configs[0]
+    changes = {}
+    for name, off in SWITCH_OFF_VALUES.items():
+        on = [getattr(c, name) for c in configs if getattr(c, name) != off]
+        if on:
+            changes[name] = on[0]
+    return like.replace(**changes)
+
+
+def with_values(config: Config, values: dict[str, Any]) -> Config:
+    """`config` with some fields set to (traced) arrays. The config's checks are skipped: every run's own
+    config has passed them."""
+    new = copy.copy(config)
+    for name, value in values.items():
+        object.__setattr__(new, name, value)
+    return new
+
+
+def mesh_shape(num_runs: int, num_devices: int) -> tuple[int, int]:
+    """(devices along runs, devices along each run's games): runs split across devices as far as the run
+    count allows (gcd), each run's games across the rest."""
+    runs = math.gcd(num_runs, num_devices)
+    return runs, num_devices // runs
+
+
+class SweepMemoryError(ValueError):
+    """A sweep that will not fit in device memory."""
+
+
+class Sweep:
+    """The jitted init and step of one program's runs (configs equal in all but run-axis and host fields)."""
+
+    def __init__(self, configs: Sequence[Config], devices: list[jax.Device] | None = None,
+                 memory_limit: int | None = None):
+        self.configs = list(configs)
+        if len(group_programs(self.configs)) != 1:
+            raise ValueError("a Sweep's runs must share one program; split them with group_programs")
+        devices = list(devices) if devices is not None else jax.devices()
+        self.like = program_config(self.configs)
+        varying = [f for f in RUN_AXIS_FIELDS if f != "seed" and len({getattr(c, f) for c in self.configs}) > 1]
+        self.hyper = {f: np.asarray([getattr(c, f) for c in self.configs],
+                                    np.int32 if isinstance(getattr(self.like, f), int) else np.float32)
+                      for f in varying}
+        run_devices, data_devices = mesh_shape(len(self.configs), len(devices))
+        self.mesh = Mesh(np.array(devices[:run_devices * data_devices]).reshape(run_devices, data_devices),
+                         (RUNS, AXIS))
+        self.trainer = Trainer(self.like, devices=devices[:data_devices])
+        self.check_memory(memory_limit)
+
+        single = self.trainer.state_specs()
+        specs = jax.tree.map(lambda s: P(RUNS, *s), single, is_leaf=lambda x: isinstance(x, P))
+        self.shardings = jax.tree.map(lambda s: NamedSharding(self.mesh, s), specs,
+                                      is_leaf=lambda x: isinstance(x, P))
+        hyper_specs = {f: P(RUNS) for f in self.hyper}
+        init = jax.shard_map(self._init_local, mesh=self.mesh, in_specs=(P(RUNS), hyper_specs), out_specs=specs,
+                             check_vma=False)
+        self._init = jax.jit(init, out_shardings=self.shardings)
+        step = jax.shard_map(self._step_local, mesh=self.mesh, in_specs=(specs, hyper_specs),
+                             out_specs=(specs, P(RUNS)), check_vma=False)
+        self._step = jax.jit(step, in_shardings=(self.shardings, None), out_shardings=(self.shardings, None),
+                             donate_argnums=0)
+        self._hyper_device = {f: jax.device_put(v, NamedSharding(self.mesh, P(RUNS))) for f, v in self.hyper.items()}
+
+    @property
+    def num_runs(self) -> int:
+        return len(self.configs)
+
+    def run_devices(self) -> tuple[int, int]:
+        return self.mesh.shape[RUNS], self.mesh.shape[AXIS]
+
+    def init(self) -> LoopState:
+        keys = np.stack([np.asarray(jax.random.key_data(jax.random.key(c.seed))) for c in self.configs])
+        return self._init(keys, self._hyper_device)
+
+    def step(self, states: LoopState) -> tuple[LoopState, dict[str, jax.Array]]:
+        return self._step(states, self._hyper_device)
+
+    def run_state(self, states: LoopState, k: int) -> LoopState:
+        """Run k's loop state (as a single run of its config holds it)."""
+        return jax.tree.map(lambda x: x[k], states)
+
+    def stack(self, runs: Sequence[LoopState]) -> LoopState:
+        """The sweep state of per-run states (from checkpoints), placed on the sweep's devices."""
+        stacked = jax.tree.map(lambda *xs: np.stack([np.asarray(x) for x in xs]), *runs)
+        return jax.device_put(stacked, self.shardings)
+
+    def run_template(self, states: LoopState) -> LoopState:
+        """Abstract per-run state for restoring one run's checkpoint (on the first device)."""
+        device = SingleDeviceSharding(self.mesh.devices.flat[0])
+        return jax.tree.map(lambda x: jax.ShapeDtypeStruct(x.shape[1:], x.dtype, sharding=device), states)
+
+    # ----- memory -----
+
+    def memory_estimate(self) -> dict[str, int]:
+        """Bytes per device before compiling: the loop state of the runs a device holds (the replay
+        dominates) and the search tree of one self-play move (mctx keeps every node's game state)."""
+        state = jax.eval_shape(self.trainer._init_local, jax.random.key_data(jax.random.key(0)))
+        state_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state))
+        game = jax.eval_shape(lambda k: self.trainer.game.init(k), jax.random.key(0))
+        game_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(game))
+        nodes = self.like.num_simulations + 1
+        per_node = 6 * 4 * self.trainer.game.num_actions + 5 * 4 + game_bytes
+        tree_bytes = self.trainer.sizes.num_envs * nodes * per_node
+        runs_per_device = self.num_runs // self.mesh.shape[RUNS]
+        return {"state_bytes_per_run": int(state_bytes), "tree_bytes_per_run": int(tree_bytes),
+                "runs_per_device": runs_per_device,
+                "bytes_per_device": int(runs_per_device * (state_bytes + tree_bytes))}
+
+    def check_memory(self, limit: int | None = None) -> None:
+        """Refuses, naming the fields to shrink, a sweep whose estimate exceeds 90% of device memory."""
+        limit = limit if limit is not None else device_memory(self.mesh.devices.flat[0])
+        if limit is None:
+            return
+        est = self.memory_estimate()
+        if est["bytes_per_device"] > 0.9 * limit:
+            gib = 2.0**30
+            raise SweepMemoryError(
+                f"the sweep needs about {est['bytes_per_device'] / gib:.2f} GiB per device "
+                f"({est['runs_per_device']} runs x ({est['state_bytes_per_run'] / gib:.2f} GiB loop state, mostly "
+                f"the replay, + {est['tree_bytes_per_run'] / gib:.2f} GiB search tree)), more than 90% of the "
+                f"device's {limit / gib:.2f} GiB: lower replay_size ({self.like.replay_size}), num_envs "
+                f"({self.like.num_envs}) or num_simulations ({self.like.num_simulations}), or run fewer seeds or "
+                "grid values at once")
+
+    # ----- device-local (inside shard_map) -----
+
+    def _rebound(self, values: dict[str, jax.Array]) -> Trainer:
+        return self.trainer.rebound(with_values(self.like, values)) if values else self.trainer
+
+    def _init_local(self, key_data: jax.Array, hyper: dict[str, jax.Array]) -> LoopState:
+        return jax.vmap(lambda k, h: self._rebound(h)._init_local(k))(key_data, hyper)
+
+    def _step_local(self, states: LoopState, hyper: dict[str, jax.Array]) -> tuple[LoopState, dict[str, jax.Array]]:
+        return jax.vmap(lambda s, h: self._rebound(h)._step_local(s))(states, hyper)
+
+
+def device_memory(device: jax.Device) -> int | None:
+    """The device's memory in bytes: the accelerator's limit, or the host's physical memory for a CPU."""
+    try:
+        stats = device.memory_stats()
+    except Exception:
+        stats = None
+    if stats and "bytes_limit" in stats:
+        return int(stats["bytes_limit"])
+    if device.platform == "cpu":
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            return None
+    return None
+
+
+# ---------------------------------------------------------------- grids and the host driver
+
+SWEEP_FILE = "sweep.json"
+
+
+def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
+    """`FIELD=v1,v2,...` items -> {field: [values]} (values parsed as the config field's type)."""
+    grid: dict[str, list[Any]] = {}
+    for item in items:
+        name, sep, values = item.partition("=")
+        name = name.strip().lstrip("-")
+        if not sep or not values.strip():
+            raise ValueError(f"--grid expects FIELD=v1,v2,..., got {item!r}")
+        if name == "seed":
+            raise ValueError("--grid seed=...: give the number of seeds with --seeds instead")
+        if name in grid:
+            raise ValueError(f"--grid {name} is given twice")
+        parsed = [parse_field(name, v.strip()) for v in values.split(",")]
+        if len(set(map(repr, parsed))) != len(parsed):
+            raise ValueError(f"--grid {name} repeats a value: {values}")
+        grid[name] = parsed
+    return grid
+
+
+def grid_runs(base: Config, grid: dict[str, list[Any]], seeds: int) -> list[tuple[dict[str, Any], Config]]:
+    """(grid point, config) of every run: each grid point (cartesian product) with seeds base.seed + 0..K-1."""
+    if seeds < 1:
+        raise ValueError(f"--seeds must be >= 1, got {seeds}")
+    names = list(grid)
+    runs = []
+    for values in itertools.product(*(grid[n] for n in names)):
+        point = dict(zip(names, values, strict=True))
+        for s in range(seeds):
+            try:
+                config = base.replace(**point, seed=base.seed + s)
+            except ValueError as e:
+                raise ValueError(f"grid point {point}: {e}") from None
+            runs.append((point, config))
+    return runs
+
+
+def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: str | Path, *,
+              grid: dict[str, list[Any]] | None = None, resume: bool = False, progress: bool = True,
+              stop_after: int | None = None, command: str | None = None,
+              memory_limit: int | None = None) -> dict[str, Any]:
+    """Trains every run of a sweep, program by program; each run gets its own run directory
+    (`sweep_dir/run_K`: config.json, metrics.csv, eval.csv, checkpoints, params.msgpack) and
+    `sweep_dir/sweep.json` the grid, the runs and, once they finish, the table; `sweep.png` the curves.
+
+    resume: continue every run from the sweep's checkpoints (`runs` and `grid` are then read from sweep.json).
+    stop_after: stop (with a checkpoint) after this many steps of each program, as if killed; for tests.
+    """
+    sweep_dir = Path(sweep_dir)
+    sweep_file = sweep_dir / SWEEP_FILE
+    if resume:
+        if not sweep_file.exists():
+            raise ckpt.CheckpointError(f"cannot resume {sweep_dir}: it holds no {SWEEP_FILE}")
+        record = _read_json(sweep_file)
+        runs = [(r["point"], ckpt.load_config(sweep_dir / r["dir"])) for r in record["runs"]]
+        grid = record["grid"]
+    else:
+        assert runs is not None
+        if sweep_file.exists():
+            raise ckpt.CheckpointError(f"{sweep_dir} already holds a sweep; use --resume {sweep_dir} to continue it")
+        record = {
+            "command": command or shlex.join(["azjax", *sys.argv[1:]]),
+            "grid": grid or {},
+            "seeds": sorted({c.seed for _, c in runs}),
+            "runs": [{"dir": f"run_{k}", "point": point, "seed": c.seed} for k, (point, c) in enumerate(runs)],
+        }
+        for k, (_, config) in enumerate(runs):
+            (sweep_dir / f"run_{k}").mkdir(parents=True, exist_ok=True)
+            ckpt.save_config(sweep_dir / f"run_{k}", config)
+    configs = [c for _, c in runs]
+    programs = group_programs(configs)
+    record["programs"] = programs
+    ckpt.write_json(sweep_file, record)
+    if len(programs) > 1:
+        split = program_splitters(configs)
+        print(f"{len(runs)} runs in {len(programs)} programs, run one after another: "
+              f"{', '.join(split)} change{'s' if len(split) == 1 else ''} the program", flush=True)
+
+    finished = True
+    for p, indices in enumerate(programs):
+        sweep = Sweep([configs[k] for k in indices], memory_limit=memory_limit)
+        r_dev, d_dev = sweep.run_devices()
+        ride = ", ".join(sweep.hyper) or "seed only"
+        print(f"program {p + 1}/{len(programs)}: runs {', '.join(f'run_{k}' for k in indices)} "
+              f"({ride} on the run axis; {r_dev} device(s) along runs x {d_dev} along games; "
+              f"~{sweep.memory_estimate()['bytes_per_device'] / 2**20:.0f} MiB per device)", flush=True)
+        dirs = [sweep_dir / f"run_{k}" for k in indices]
+        checkpointers = [ckpt.StateCheckpointer(d) for d in dirs]
+        columns = metric_columns(sweep.trainer)
+        logs = [RunLog(d, columns=columns) for d in dirs]
+        watches = [HeadWatch([c for c in sweep.trainer.value.columns if c.endswith(("_std", "_active"))])
+                   for _ in dirs]
+        states = sweep.init()
+        start = 0
+        if resume:
+            latest = [c.latest_step() for c in checkpointers]
+            if all(s is not None for s in latest):
+                start = min(latest)  # a kill between the runs' checkpoint writes leaves some one behind
+                template = sweep.run_template(states)
+                states = sweep.stack([c.restore(start, template) for c in checkpointers])
+            for log in logs:
+                log.truncate(start)
+            print(f"program {p + 1}: resumed from step {start}" if start else
+                  f"program {p + 1}: no checkpoint yet, starting from step 0", flush=True)
+        like = sweep.like
+        end = like.num_steps if stop_after is None else min(like.num_steps, start + stop_after)
+        elapsed0 = float(logs[0].rows[-1]["time_s"]) if logs[0].rows else 0.0
+        failed: dict[int, str] = {}
+        t_run = time.perf_counter()
+        step = start
+        bar = _progress(progress, start, like.num_steps)
+        try:
+            while step < end:
+                t0 = time.perf_counter()
+                states, metrics = sweep.step(states)
+                metrics = jax.device_get(metrics)
+                step += 1
+                dt = time.perf_counter() - t0
+                positions = like.num_envs * like.moves_per_step
+                for i, log in enumerate(logs):
+                    row = step_row(sweep.trainer, step, step * like.moves_per_step,
+                                   {k: v[i] for k, v in metrics.items()})
+                    row.update(time_s=elapsed0 + time.perf_counter() - t_run, step_s=dt,
+                               games_per_s=row["games"] / dt, positions_per_s=positions / dt,
+                               sims_per_s=positions * like.num_simulations / dt)
+                    log.add(row)
+                    if i not in failed:
+                        fault = numerical_fault(row, sweep.run_state(states, i).params)
+                        if fault is not None:
+                            failed[i] = f"step {step}: {fault}"
+                            _say(bar, f"run {dirs[i].name}: stopped learning at step {step} ({fault}); its last "
+                                      "good checkpoint is kept, the other runs go on")
+                    for warning in watches[i].update(row):
+                        _say(bar, f"{dirs[i].name}: {warning}")
+                if bar is not None:
+                    bar.update(1)
+                elif step % like.log_every == 0:
+                    losses = " ".join(f"{float(log.rows[-1]['loss']):.3f}" for log in logs)
+                    print(f"step {step}/{like.num_steps} ({dt:.2f} s) loss per run: {losses}", flush=True)
+                if like.eval_every and (step % like.eval_every == 0 or step == like.num_steps):
+                    for i, (config, log) in enumerate(zip(sweep.configs, logs, strict=True)):
+                        ev = evaluate(config, sweep.trainer, sweep.run_state(states, i).params, step)
+                        ev["time_s"] = elapsed0 + time.perf_counter() - t_run
+                        log.add_eval(ev)
+                    scores = " ".join(f"{float(log.evals[-1]['score']):.2f}" for log in logs)
+                    _say(bar, f"step {step}: score per run vs {logs[0].evals[-1]['opponent']}: {scores}")
+                if step % like.checkpoint_every == 0 or step == end:
+                    for i, (d, c, log) in enumerate(zip(dirs, checkpointers, logs, strict=True)):
+                        if i not in failed:
+                            _checkpoint(d, c, step, sweep.run_state(states, i), log)
+        finally:
+            if bar is not None:
+                bar.close()
+            for log in logs:
+                log.close()
+        if failed:
+            for i, why in failed.items():
+                record["runs"][indices[i]]["failed"] = why
+            ckpt.write_json(sweep_file, record)
+        if step < like.num_steps:
+            finished = False
+            break
+    if finished:
+        record["table"] = sweep_table(sweep_dir, record)
+        ckpt.write_json(sweep_file, record)
+        plot_sweep(sweep_dir, record)
+        print(f"sweep table and curves: {sweep_file}, {sweep_dir / 'sweep.png'}", flush=True)
+    return {"sweep_dir": str(sweep_dir), "finished": finished, "record": record}
+
+
+def _read_json(file: Path) -> dict[str, Any]:
+    import json
+
+    try:
+        return json.loads(file.read_text())
+    except ValueError as e:
+        raise ckpt.CheckpointError(f"{file} is not valid JSON ({e})") from e
+
+
+# ---------------------------------------------------------------- the combined table and curves
+
+TABLE_METRICS = ("loss", "policy_loss", "value_loss")
+
+
+def _point_label(point: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in point.items()) or "all runs"
+
+
+def sweep_table(sweep_dir: Path, record: dict[str, Any]) -> list[dict[str, Any]]:
+    """Per grid point: the mean over seeds, with a 95% t interval, of each run's final losses (mean of its
+    last 10% of steps) and last evaluation score."""
+    by_point: dict[str, list[dict[str, Any]]] = {}
+    points: dict[str, dict[str, Any]] = {}
+    for r in record["runs"]:
+        label = _point_label(r["point"])
+        points[label] = r["point"]
+        rows, evals = load_metrics(sweep_dir / r["dir"])
+        tail = rows[-max(1, len(rows) // 10):]
+        final = {m: float(np.nanmean([row[m] for row in tail])) for m in TABLE_METRICS}
+        if evals:
+            final["eval_score"] = float(evals[-1]["score"])
+        by_point.setdefault(label, []).append(final)
+    table = []
+    for label, finals in by_point.items():
+        entry: dict[str, Any] = {"point": points[label], "runs": len(finals)}
+        for m in (*TABLE_METRICS, "eval_score"):
+            values = [f[m] for f in finals if m in f and math.isfinite(f[m])]
+            if values:
+                mean, low, high = t_interval(values)
+                entry[m] = {"mean": mean, "low": low, "high": high}
+        table.append(entry)
+    return table
+
+
+def plot_sweep(sweep_dir: Path, record: dict[str, Any]) -> Path:
+    """sweep.png: per grid point the mean learning curve over seeds with a min-max band (loss, and the
+    evaluation score where there is one)."""
+    import matplotlib.pyplot as plt
+
+    curves: dict[str, list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]] = {}
+    for r in record["runs"]:
+        curves.setdefault(_point_label(r["point"]), []).append(load_metrics(sweep_dir / r["dir"]))
+    has_eval = any(evals for runs in curves.values() for _, evals in runs)
+    fig, axes = plt.subplots(1, 2 if has_eval else 1, figsize=(11 if has_eval else 6, 4), squeeze=False)
+    for label, runs in curves.items():
+        steps = [row["step"] for row in runs[0][0]]
+        n = min(len(rows) for rows, _ in runs)
+        losses = np.array([[row["loss"] for row in rows[:n]] for rows, _ in runs], np.float64)
+        mean = np.nanmean(losses, axis=0) if np.isfinite(losses).any() else losses[0]
+        (line,) = axes[0, 0].plot(steps[:n], mean, label=f"{label} ({len(runs)} seeds)")
+        axes[0, 0].fill_between(steps[:n], np.nanmin(losses, axis=0), np.nanmax(losses, axis=0),
+                                color=line.get_color(), alpha=0.2)
+        if has_eval and all(evals for _, evals in runs):
+            m = min(len(evals) for _, evals in runs)
+            scores = np.array([[e["score"] for e in evals[:m]] for _, evals in runs])
+            xs = [e["step"] for e in runs[0][1][:m]]
+            axes[0, 1].plot(xs, scores.mean(axis=0), marker="o", color=line.get_color(), label=label)
+            axes[0, 1].fill_between(xs, scores.min(axis=0), scores.max(axis=0), color=line.get_color(), alpha=0.2)
+    axes[0, 0].set(xlabel="loop step", ylabel="training loss", title="loss: mean over seeds, band min-max")
+    axes[0, 0].legend(fontsize=7)
+    if has_eval:
+        axes[0, 1].set(xlabel="loop step", ylabel="score", ylim=(0, 1), title="evaluation score")
+    return save_figure(fig, sweep_dir / "sweep.png", dpi=100)

@@ -1,0 +1,87 @@
+"""A sweep of K seeds as one jitted program against the same K runs one after another (`azjax sweep` against
+`azjax train`), on the quick Connect Four preset; writes results/bench_sweep.json (or _<device>.json).
+
+    python scripts/bench_sweep.py --seeds 4 --steps 10            # CPU
+    python scripts/bench_sweep.py --seeds 8 --steps 20 --out results/bench_sweep_h100.json   # a GPU
+
+Both sides run the same loop steps from the same seeds; each side's first step (its compile) is timed
+apart from the steady steps. The figure is the ratio of the sweep's wall time to the sequential runs',
+taken in one process (the machines are shared and noisy).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import jax
+import numpy as np
+
+
+def timed_steps(step, state, steps: int) -> tuple[float, float]:
+    """(seconds of the first step, compile included; seconds of the next steps)."""
+    t0 = time.perf_counter()
+    state, m = step(state)
+    jax.block_until_ready(m)
+    first = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for _ in range(steps - 1):
+        state, m = step(state)
+    jax.block_until_ready((state, m))
+    return first, time.perf_counter() - t0
+
+
+def main(argv: list[str]) -> int:
+    from azjax.checkpoint import script_command, write_json
+    from azjax.config import preset
+    from azjax.train.loop import Trainer
+    from azjax.train.sweep import Sweep
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--game", default="connect_four")
+    p.add_argument("--preset", default="quick")
+    p.add_argument("--seeds", type=int, default=4)
+    p.add_argument("--steps", type=int, default=10, help="loop steps per run (the first one compiles)")
+    p.add_argument("--min_replay_size", type=int, default=None,
+                   help="default: the preset's; SGD runs in the timed steps only once the replay holds this much")
+    p.add_argument("--out", default="results/bench_sweep.json")
+    args = p.parse_args(argv)
+
+    overrides = {} if args.min_replay_size is None else {"min_replay_size": args.min_replay_size}
+    configs = [preset(args.game, args.preset, seed=s, **overrides) for s in range(args.seeds)]
+
+    sequential_first, sequential_rest = [], []
+    for config in configs:
+        trainer = Trainer(config)
+        first, rest = timed_steps(trainer.step, trainer.init(config.seed), args.steps)
+        sequential_first.append(first)
+        sequential_rest.append(rest)
+    sweep = Sweep(configs)
+    sweep_first, sweep_rest = timed_steps(sweep.step, sweep.init(), args.steps)
+
+    sequential = sum(sequential_first) + sum(sequential_rest)
+    swept = sweep_first + sweep_rest
+    steady = sum(sequential_rest) / (sweep_rest if sweep_rest > 0 else float("nan"))
+    device = jax.devices()[0]
+    result = {
+        "command": script_command(__file__, argv),
+        "device": f"{device.platform}: {device.device_kind} x{jax.device_count()}",
+        "game": args.game, "preset": args.preset, "seeds": args.seeds, "steps": args.steps,
+        "sweep_mesh_runs_x_games": list(sweep.run_devices()),
+        "sequential_s": {"total": sequential, "first_steps": sequential_first, "other_steps": sequential_rest},
+        "sweep_s": {"total": swept, "first_step": sweep_first, "other_steps": sweep_rest},
+        "sweep_over_one_run_steady": sweep_rest / float(np.mean(sequential_rest)),
+        "sweep_over_sequential_total": swept / sequential,
+        "sequential_over_sweep_steady": steady,
+        "note": "sweep_over_one_run_steady: the sweep's steady steps against one run's (the goal on a GPU: "
+                "8 seeds in <= 2x one run); sweep_over_sequential_total: wall time, compiles included.",
+    }
+    write_json(args.out, result)
+    print(f"{args.seeds} runs: sequential {sequential:.1f} s, sweep {swept:.1f} s (ratio {swept / sequential:.2f}); "
+          f"steady steps: sweep = {result['sweep_over_one_run_steady']:.2f} x one run -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
