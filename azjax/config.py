@@ -261,6 +261,14 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                       moves_per_step=8, replay_size=65536, min_replay_size=4096, batch_size=512,
                       sgd_steps_per_step=16, learning_rate=2e-3, num_steps=300, temperature_moves=10,
                       value_target_q_weight=0.75, eval_every=150, eval_games=32, eval_simulations=64),
+        # `quick` twice as long, with Go-Exploit's search-state archive (lambda = 0.01): the one
+        # variant whose hard-opening errors fell in every seed of results/variants_connect_four.json.
+        # Sized for 60 minutes on 2 CPU cores (results/connect_four_hour).
+        "hour": dict(num_blocks=3, num_channels=32, num_simulations=16, num_envs=256,
+                     moves_per_step=8, replay_size=65536, min_replay_size=4096, batch_size=512,
+                     sgd_steps_per_step=16, learning_rate=2e-3, num_steps=600, temperature_moves=10,
+                     value_target_q_weight=0.75, eval_every=300, eval_games=32, eval_simulations=64,
+                     start_state_prob=0.01, archive="search"),
         "full": dict(num_blocks=6, num_channels=128, num_simulations=64, num_envs=1024,
                      moves_per_step=16, replay_size=1_000_000, min_replay_size=50_000, batch_size=1024,
                      sgd_steps_per_step=8, learning_rate=2e-3, num_steps=5000, eval_every=500,
