@@ -43,6 +43,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--preset", default="quick")
     p.add_argument("--seeds", type=int, default=4)
     p.add_argument("--steps", type=int, default=10, help="loop steps per run (the first one compiles)")
+    p.add_argument("--other_steps", type=int, default=3, help="loop steps of the sweep with the other batching")
     p.add_argument("--min_replay_size", type=int, default=None,
                    help="default: the preset's; SGD runs in the timed steps only once the replay holds this much")
     p.add_argument("--out", default="results/bench_sweep.json")
@@ -59,6 +60,9 @@ def main(argv: list[str]) -> int:
         sequential_rest.append(rest)
     sweep = Sweep(configs)
     sweep_first, sweep_rest = timed_steps(sweep.step, sweep.init(), args.steps)
+    other = "vmap" if sweep.batching == "unrolled" else "unrolled"
+    other_sweep = Sweep(configs, batching=other)
+    other_first, other_rest = timed_steps(other_sweep.step, other_sweep.init(), args.other_steps)
 
     sequential = sum(sequential_first) + sum(sequential_rest)
     swept = sweep_first + sweep_rest
@@ -70,7 +74,12 @@ def main(argv: list[str]) -> int:
         "game": args.game, "preset": args.preset, "seeds": args.seeds, "steps": args.steps,
         "sweep_mesh_runs_x_games": list(sweep.run_devices()),
         "sequential_s": {"total": sequential, "first_steps": sequential_first, "other_steps": sequential_rest},
+        "sweep_batching": sweep.batching,
         "sweep_s": {"total": swept, "first_step": sweep_first, "other_steps": sweep_rest},
+        "other_batching": {"batching": other, "steps": args.other_steps, "first_step_s": other_first,
+                           "other_steps_s": other_rest,
+                           "step_over_default_batching_step": (other_rest / max(args.other_steps - 1, 1))
+                           / (sweep_rest / max(args.steps - 1, 1))},
         "sweep_over_one_run_steady": sweep_rest / float(np.mean(sequential_rest)),
         "sweep_over_sequential_total": swept / sequential,
         "sequential_over_sweep_steady": steady,

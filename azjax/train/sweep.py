@@ -24,11 +24,13 @@ import os
 import shlex
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, SingleDeviceSharding
 from jax.sharding import PartitionSpec as P
@@ -132,11 +134,14 @@ class Sweep:
     """The jitted init and step of one program's runs (configs equal in all but run-axis and host fields)."""
 
     def __init__(self, configs: Sequence[Config], devices: list[jax.Device] | None = None,
-                 memory_limit: int | None = None):
+                 memory_limit: int | None = None, batching: str | None = None):
         self.configs = list(configs)
         if len(group_programs(self.configs)) != 1:
             raise ValueError("a Sweep's runs must share one program; split them with group_programs")
         devices = list(devices) if devices is not None else jax.devices()
+        self.batching = batching or default_batching(devices[0])
+        if self.batching not in BATCHING:
+            raise ValueError(f"batching must be one of {', '.join(BATCHING)}, got {self.batching!r}")
         self.like = program_config(self.configs)
         varying = [f for f in RUN_AXIS_FIELDS if f != "seed" and len({getattr(c, f) for c in self.configs}) > 1]
         self.hyper = {f: np.asarray([getattr(c, f) for c in self.configs],
@@ -228,11 +233,31 @@ class Sweep:
     def _rebound(self, values: dict[str, jax.Array]) -> Trainer:
         return self.trainer.rebound(with_values(self.like, values)) if values else self.trainer
 
+    def _over_runs(self, fn: Any, xs: Any, hyper: dict[str, jax.Array]) -> Any:
+        """fn(x, values) of every run on this device: vmapped, or one run after another ("unrolled")."""
+        if self.batching == "vmap":
+            return jax.vmap(fn)(xs, hyper)
+        runs = jax.tree.leaves(xs)[0].shape[0]
+        outs = [fn(jax.tree.map(lambda x: x[k], xs), {f: v[k] for f, v in hyper.items()})  # noqa: B023
+                for k in range(runs)]
+        return jax.tree.map(lambda *ys: jnp.stack(ys), *outs)
+
     def _init_local(self, key_data: jax.Array, hyper: dict[str, jax.Array]) -> LoopState:
-        return jax.vmap(lambda k, h: self._rebound(h)._init_local(k))(key_data, hyper)
+        return self._over_runs(lambda k, h: self._rebound(h)._init_local(k), key_data, hyper)
 
     def _step_local(self, states: LoopState, hyper: dict[str, jax.Array]) -> tuple[LoopState, dict[str, jax.Array]]:
-        return jax.vmap(lambda s, h: self._rebound(h)._step_local(s))(states, hyper)
+        return self._over_runs(lambda s, h: self._rebound(h)._step_local(s), states, hyper)
+
+
+# How a device advances its runs: "vmap" batches them into every kernel (the networks' convolutions become
+# grouped ones), "unrolled" runs them one after another inside the one program. XLA's CPU backend runs the
+# grouped convolutions of vmapped networks several times slower than the runs one by one
+# (results/bench_sweep.json), so CPUs unroll.
+BATCHING = ("vmap", "unrolled")
+
+
+def default_batching(device: jax.Device) -> str:
+    return "unrolled" if device.platform == "cpu" else "vmap"
 
 
 def device_memory(device: jax.Device) -> int | None:
@@ -453,7 +478,9 @@ def sweep_table(sweep_dir: Path, record: dict[str, Any]) -> list[dict[str, Any]]
         points[label] = r["point"]
         rows, evals = load_metrics(sweep_dir / r["dir"])
         tail = rows[-max(1, len(rows) // 10):]
-        final = {m: float(np.nanmean([row[m] for row in tail])) for m in TABLE_METRICS}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a run that never reached SGD: NaN
+            final = {m: float(np.nanmean([row[m] for row in tail])) for m in TABLE_METRICS}
         if evals:
             final["eval_score"] = float(evals[-1]["score"])
         by_point.setdefault(label, []).append(final)
@@ -477,6 +504,8 @@ def plot_sweep(sweep_dir: Path, record: dict[str, Any]) -> Path:
     curves: dict[str, list[tuple[list[dict[str, Any]], list[dict[str, Any]]]]] = {}
     for r in record["runs"]:
         curves.setdefault(_point_label(r["point"]), []).append(load_metrics(sweep_dir / r["dir"]))
+    warnings.filterwarnings("ignore", "All-NaN slice", RuntimeWarning)  # losses are NaN before SGD starts
+    warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
     has_eval = any(evals for runs in curves.values() for _, evals in runs)
     fig, axes = plt.subplots(1, 2 if has_eval else 1, figsize=(11 if has_eval else 6, 4), squeeze=False)
     for label, runs in curves.items():

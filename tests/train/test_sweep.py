@@ -20,6 +20,7 @@ from azjax.train.loop import Trainer
 from azjax.train.sweep import (
     Sweep,
     SweepMemoryError,
+    default_batching,
     grid_runs,
     group_programs,
     mesh_shape,
@@ -43,8 +44,8 @@ def separate_run(config, steps: int = STEPS):
     return state, metrics
 
 
-def swept(configs, steps: int = STEPS):
-    sweep = Sweep(configs)
+def swept(configs, steps: int = STEPS, batching: str | None = None):
+    sweep = Sweep(configs, batching=batching)
     states = sweep.init()
     metrics = []
     for _ in range(steps):
@@ -62,9 +63,10 @@ def assert_run_matches(sweep, states, sweep_metrics, k, state, metrics):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-5)
 
 
-def test_a_sweep_of_three_seeds_computes_what_three_separate_runs_compute(tiny_overrides):
+@pytest.mark.parametrize("batching", ["vmap", "unrolled"])
+def test_a_sweep_of_three_seeds_computes_what_three_separate_runs_compute(tiny_overrides, batching):
     configs = [preset("connect_four", **tiny_overrides, seed=s) for s in (0, 1, 2)]
-    sweep, states, metrics = swept(configs)
+    sweep, states, metrics = swept(configs, batching=batching)
     assert sweep.hyper == {}  # seeds alone change no traced value
     for k, config in enumerate(configs):
         assert_run_matches(sweep, states, metrics, k, *separate_run(config))
@@ -72,11 +74,12 @@ def test_a_sweep_of_three_seeds_computes_what_three_separate_runs_compute(tiny_o
     assert len(set(losses)) == 3, "the runs did not play different games"
 
 
-def test_a_learning_rate_grid_computes_what_separate_runs_at_each_rate_compute(tiny_overrides):
+@pytest.mark.parametrize("batching", ["vmap", "unrolled"])
+def test_a_learning_rate_grid_computes_what_separate_runs_at_each_rate_compute(tiny_overrides, batching):
     base = preset("connect_four", **{**tiny_overrides, **LEARNS})
     runs = grid_runs(base, {"learning_rate": [1e-3, 1e-2]}, seeds=1)
     configs = [c for _, c in runs]
-    sweep, states, metrics = swept(configs)
+    sweep, states, metrics = swept(configs, batching=batching)
     assert list(sweep.hyper) == ["learning_rate"]
     for k, config in enumerate(configs):
         assert_run_matches(sweep, states, metrics, k, *separate_run(config))
@@ -132,6 +135,12 @@ def test_a_run_with_its_switches_off_inside_a_sweep_computes_plain_alphazero(tin
     assert sweep.trainer.targets.mixes_q and type(sweep.trainer.targets).__name__ == "TDLeafTargets"
     assert type(sweep.trainer.starts).__name__ == "ArchiveStarts"
     assert_run_matches(sweep, states, metrics, 0, *separate_run(configs[0]))
+
+
+def test_cpus_run_a_devices_runs_one_after_another_and_accelerators_vmap_them(tiny_overrides):
+    assert default_batching(jax.devices("cpu")[0]) == "unrolled"
+    with pytest.raises(ValueError, match="batching"):
+        Sweep([preset("connect_four", **tiny_overrides)], batching="pmap")
 
 
 def test_runs_split_across_devices_as_far_as_the_run_count_allows():
