@@ -47,7 +47,9 @@ from azjax.search.contempt import (
     _apply_temperature,
     _get_logits_from_probs,
     _mask_invalid_actions,
+    contempt_muzero_policy,
 )
+from azjax.search.core import search
 
 __all__ = [
     "PlayoutCapSearch",
@@ -113,10 +115,10 @@ def forced_muzero_policy(params: Any, rng_key: chex.PRNGKey, root: mctx.RootFnOu
     search and action sampling, so k = 0 reproduces it exactly). `action_weights` is the raw visit
     distribution; the training target is `pruned_policy_target(out.search_tree, k, ...)`."""
     if k == 0:
-        return mctx.muzero_policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions, max_depth,
-                                  loop_fn, qtransform=qtransform, dirichlet_fraction=dirichlet_fraction,
-                                  dirichlet_alpha=dirichlet_alpha, pb_c_init=pb_c_init, pb_c_base=pb_c_base,
-                                  temperature=temperature)
+        return contempt_muzero_policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
+                                      max_depth, loop_fn, n_scl=None, qtransform=qtransform,
+                                      dirichlet_fraction=dirichlet_fraction, dirichlet_alpha=dirichlet_alpha,
+                                      pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature)
     # mctx.muzero_policy's own steps (its private helpers, as search.contempt mirrors them), root selection swapped.
     rng_key, dirichlet_rng_key, search_rng_key = jax.random.split(rng_key, 3)
     noisy = _add_dirichlet_noise(dirichlet_rng_key, jax.nn.softmax(root.prior_logits),
@@ -126,10 +128,10 @@ def forced_muzero_policy(params: Any, rng_key: chex.PRNGKey, root: mctx.RootFnOu
                                  qtransform=qtransform)
     root_selection = functools.partial(forced_root_action_selection, k=k, pb_c_init=pb_c_init, pb_c_base=pb_c_base,
                                        qtransform=qtransform)
-    tree = mctx.search(params=params, rng_key=search_rng_key, root=root, recurrent_fn=recurrent_fn,
-                       root_action_selection_fn=root_selection, interior_action_selection_fn=interior,
-                       num_simulations=num_simulations, max_depth=max_depth, invalid_actions=invalid_actions,
-                       loop_fn=loop_fn)
+    tree = search(params=params, rng_key=search_rng_key, root=root, recurrent_fn=recurrent_fn,
+                  root_action_selection_fn=root_selection, interior_action_selection_fn=interior,
+                  num_simulations=num_simulations, max_depth=max_depth, invalid_actions=invalid_actions,
+                  loop_fn=loop_fn)
     weights = tree.summary().visit_probs
     action_logits = _apply_temperature(_get_logits_from_probs(weights), temperature)
     action = jax.random.categorical(rng_key, action_logits)

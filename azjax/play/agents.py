@@ -13,7 +13,7 @@ Agents provided:
   * `random_agent`: uniform over legal moves.
   * `material_agent` (chess): one ply of material, the legal move that captures the most.
   * `rollout_mcts_agent`: pure Monte-Carlo tree search (UCT with uniformly random playouts), the
-    classic network-free reference opponent, built on `mctx.search`.
+    classic network-free reference opponent, built on mctx's search loop (`azjax.search.core.search`).
   * `search_agent` / `network_agent`: an evaluator (e.g. the policy-value network) with azjax's
     PUCT or Gumbel search, playing the greedy move.
   * `policy_agent`: the argmax of an evaluator's raw policy over legal moves (no search).
@@ -35,6 +35,7 @@ from azjax.config import Config
 from azjax.games import Game, GameState, board_arrays
 from azjax.play.material import capture_values
 from azjax.search import Evaluator, SearchSpec, game_recurrent_fn, mask_logits, run_search, searched_choice
+from azjax.search.core import search
 
 ActFn = Callable[[Any, jax.Array, GameState], jax.Array]
 
@@ -211,7 +212,7 @@ def rollout_mcts_search(
         embedding=states,
     )
     select = functools.partial(uct_action_selection, c_uct=c_uct)
-    return mctx.search(
+    return search(
         params=None,
         rng_key=key,
         root=root,

@@ -18,7 +18,7 @@ averaging, so a frozen node's Q tends to the mean of its children's values under
 mctx runs one simulation per tree at a time, and a node's child-visit sum grows by exactly one per
 simulation through it, so every opponent node gets exactly n_scl normal visits before it freezes.
 
-How it plugs into mctx (public API only: `mctx.search` and its selection functions):
+How it plugs into mctx (`mctx.search`'s arguments and mctx's selection functions):
 
   * `Tree.extra_data` is a `ContemptData` holding, per tree and node, the frozen flag [B, N], the
     frozen counts [B, N, A] and the node depth [B, N] (N = num_simulations + 1 nodes; depth -1 =
@@ -31,9 +31,10 @@ How it plugs into mctx (public API only: `mctx.search` and its selection functio
     from the new node's parent to the root (O(depth * A) per tree); when no node was created (a
     `max_depth` cut-off, where the path is not known) it falls back to a scan of the whole tree.
 
-When contempt never triggers (n_scl at least the simulation budget) the policies below reproduce
-`mctx.muzero_policy` / `mctx.gumbel_muzero_policy` exactly: the same PRNG splits, noise, visit
-counts, action and action_weights. `n_scl=None` simply calls mctx's policy.
+The policies below are `mctx.muzero_policy` / `mctx.gumbel_muzero_policy` step for step, run on
+`azjax.search.core.search` (mctx's loop with a backup that does not touch the whole tree per step).
+With `n_scl=None`, or when contempt never triggers (n_scl at least the simulation budget), they give
+mctx's policy outputs exactly: the same PRNG splits, noise, tree, action and action_weights.
 """
 
 from __future__ import annotations
@@ -46,6 +47,8 @@ import jax
 import jax.numpy as jnp
 import mctx
 import numpy as np
+
+from azjax.search.core import search
 
 __all__ = [
     "ContemptData",
@@ -233,7 +236,7 @@ def _after_simulation(tree: mctx.Tree, sim: jax.Array) -> mctx.Tree:
 def contempt_loop_fn(loop_fn: mctx.LoopFn = jax.lax.fori_loop) -> mctx.LoopFn:
     """A `loop_fn` for `mctx.search` that runs `_after_simulation` after each simulation.
 
-    It wraps the body `mctx.search` hands to its loop function and runs it with `loop_fn` (same
+    It wraps the body the search hands to its loop function and runs it with `loop_fn` (same
     interface as `jax.lax.fori_loop`). The loop state is left untouched apart from the `Tree` in it,
     so the PRNG stream is exactly mctx's.
     """
@@ -343,17 +346,8 @@ def contempt_muzero_policy(
     `search_tree` (its `extra_data` is a `ContemptData`; see `contempt_stats`).
 
     n_scl: visits after which an opponent (odd-depth) node freezes its child visit distribution
-      (an int >= 1, or an int32 scalar array, which may be traced). None: plain `mctx.muzero_policy`.
+      (an int >= 1, or an int32 scalar array, which may be traced). None: the plain search.
     """
-    if n_scl is None:
-        return mctx.muzero_policy(
-            params, rng_key, root, recurrent_fn, num_simulations, invalid_actions, max_depth, loop_fn,
-            qtransform=qtransform, dirichlet_fraction=dirichlet_fraction, dirichlet_alpha=dirichlet_alpha,
-            pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature,
-        )
-    batch_size, num_actions = root.prior_logits.shape
-    extra_data = init_contempt_data(batch_size, num_simulations, num_actions, n_scl)
-
     rng_key, dirichlet_rng_key, search_rng_key = jax.random.split(rng_key, 3)
     noisy_logits = _get_logits_from_probs(
         _add_dirichlet_noise(
@@ -368,18 +362,25 @@ def contempt_muzero_policy(
     normal_fn = functools.partial(
         mctx.muzero_action_selection, pb_c_base=pb_c_base, pb_c_init=pb_c_init, qtransform=qtransform
     )
-    search_tree = mctx.search(
+    if n_scl is None:
+        interior_fn, extra_data = normal_fn, None
+    else:
+        batch_size, num_actions = root.prior_logits.shape
+        interior_fn = contempt_selection_fn(normal_fn)
+        extra_data = init_contempt_data(batch_size, num_simulations, num_actions, n_scl)
+        loop_fn = contempt_loop_fn(loop_fn)
+    search_tree = search(
         params=params,
         rng_key=search_rng_key,
         root=root,
         recurrent_fn=recurrent_fn,
         root_action_selection_fn=functools.partial(normal_fn, depth=0),
-        interior_action_selection_fn=contempt_selection_fn(normal_fn),
+        interior_action_selection_fn=interior_fn,
         num_simulations=num_simulations,
         max_depth=max_depth,
         invalid_actions=invalid_actions,
         extra_data=extra_data,
-        loop_fn=contempt_loop_fn(loop_fn),
+        loop_fn=loop_fn,
     )
 
     summary = search_tree.summary()
@@ -410,22 +411,22 @@ def contempt_gumbel_muzero_policy(
     root action by gumbel + logits + completed Q, `action_weights` [B, A] = softmax(logits +
     completed Q), `search_tree` carries a `ContemptData` (with `root_gumbel` [B, A]).
 
-    n_scl: as in `contempt_muzero_policy`; None: plain `mctx.gumbel_muzero_policy`.
+    n_scl: as in `contempt_muzero_policy`; None: the plain search.
     """
-    if n_scl is None:
-        return mctx.gumbel_muzero_policy(
-            params, rng_key, root, recurrent_fn, num_simulations, invalid_actions, max_depth, loop_fn,
-            qtransform=qtransform, max_num_considered_actions=max_num_considered_actions,
-            gumbel_scale=gumbel_scale,
-        )
     root = root.replace(prior_logits=_mask_invalid_actions(root.prior_logits, invalid_actions))
 
     rng_key, gumbel_rng = jax.random.split(rng_key)
     gumbel = gumbel_scale * jax.random.gumbel(gumbel_rng, shape=root.prior_logits.shape, dtype=root.prior_logits.dtype)
 
-    batch_size, num_actions = root.prior_logits.shape
-    extra_data = init_contempt_data(batch_size, num_simulations, num_actions, n_scl, root_gumbel=gumbel)
-    search_tree = mctx.search(
+    interior_fn = functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform)
+    if n_scl is None:
+        extra_data = mctx.GumbelMuZeroExtraData(root_gumbel=gumbel)
+    else:
+        batch_size, num_actions = root.prior_logits.shape
+        interior_fn = contempt_selection_fn(interior_fn)
+        extra_data = init_contempt_data(batch_size, num_simulations, num_actions, n_scl, root_gumbel=gumbel)
+        loop_fn = contempt_loop_fn(loop_fn)
+    search_tree = search(
         params=params,
         rng_key=rng_key,
         root=root,
@@ -436,14 +437,12 @@ def contempt_gumbel_muzero_policy(
             max_num_considered_actions=max_num_considered_actions,
             qtransform=qtransform,
         ),
-        interior_action_selection_fn=contempt_selection_fn(
-            functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform)
-        ),
+        interior_action_selection_fn=interior_fn,
         num_simulations=num_simulations,
         max_depth=max_depth,
         invalid_actions=invalid_actions,
         extra_data=extra_data,
-        loop_fn=contempt_loop_fn(loop_fn),
+        loop_fn=loop_fn,
     )
     summary = search_tree.summary()
 
