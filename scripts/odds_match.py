@@ -28,115 +28,26 @@ import argparse
 import dataclasses
 import functools
 import os
-import queue
 import shutil
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from azjax.engines.external import UCIClient  # noqa: E402 (after the path set-up above)
+
 DEFAULT_STOCKFISH = "/usr/games/stockfish"
 
 
-# ---------------------------------------------------------------- UCI client
+# ---------------------------------------------------------------- the engine opponent
 
 
-class UciEngine:
-    """A minimal UCI client over a subprocess (Stockfish). Use as a context manager.
-
-    Every read has a timeout (a reader thread feeds a queue), so a hung engine raises TimeoutError
-    instead of blocking; `close` sends `quit` and kills the process if it does not exit.
-    """
-
-    def __init__(self, path: str, options: dict[str, Any] | None = None, timeout: float = 10.0):
-        self.path = path
-        self.timeout = timeout
-        self.proc = subprocess.Popen(
-            [path], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, bufsize=1
-        )
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-        try:
-            self.send("uci")
-            self.id_name = ""
-            for line in self._until("uciok"):
-                if line.startswith("id name "):
-                    self.id_name = line[len("id name ") :]
-            for name, value in (options or {}).items():
-                self.send(f"setoption name {name} value {value}")
-            self.ready()
-        except BaseException:
-            self.close()
-            raise
-
-    def _read(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self._lines.put(line.strip())
-        self._lines.put(None)  # EOF
-
-    def send(self, command: str) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(command + "\n")
-        self.proc.stdin.flush()
-
-    def _until(self, prefix: str, timeout: float | None = None) -> list[str]:
-        """Lines up to and including the first that starts with `prefix`."""
-        deadline = time.monotonic() + (self.timeout if timeout is None else timeout)
-        out = []
-        while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"{self.path}: no '{prefix}' within the timeout")
-            try:
-                line = self._lines.get(timeout=left)
-            except queue.Empty:
-                continue
-            if line is None:
-                raise RuntimeError(f"{self.path} exited (waiting for '{prefix}')")
-            out.append(line)
-            if line.startswith(prefix):
-                return out
-
-    def ready(self) -> None:
-        self.send("isready")
-        self._until("readyok")
-
-    def new_game(self) -> None:
-        self.send("ucinewgame")
-        self.ready()
-
-    def best_move(self, fen: str, movetime_ms: int) -> str | None:
-        """The engine's move (UCI) in `fen`, or None if it has none."""
-        self.send(f"position fen {fen}")
-        self.send(f"go movetime {int(movetime_ms)}")
-        line = self._until("bestmove", timeout=self.timeout + movetime_ms / 1000.0)[-1]
-        parts = line.split()
-        move = parts[1] if len(parts) > 1 else "(none)"
-        return None if move in ("(none)", "0000") else move
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.send("quit")
-            except (BrokenPipeError, OSError):
-                pass
-            try:
-                self.proc.wait(timeout=2.0)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-
-    def __enter__(self) -> UciEngine:
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+def engine_move(engine: UCIClient, fen: str, movetime_ms: int) -> str | None:
+    """The engine's move (UCI) in `fen`, or None if it has none (mate or stalemate)."""
+    move, _ = engine.bestmove(fen=fen, movetime_ms=movetime_ms)
+    return None if move in ("(none)", "0000") else move
 
 
 # ---------------------------------------------------------------- games with fixed colours
@@ -147,9 +58,9 @@ def play_fixed_colours(
 ) -> dict[str, Any]:
     """`num_games` games with `white` (a jittable agent) always White; odds starts have White to move.
 
-    `black` is another agent or a `UciEngine`. A host-side loop: each agent's `act` is jitted on
-    its own (one compilation per agent, reused across budgets and methods), and plays all live
-    games at once; an engine plays game by game from the FEN. Finished games are stepped with a
+    `black` is another agent or a `UCIClient` (`azjax.engines.external`). A host-side loop: each agent's
+    `act` is jitted on its own (one compilation per agent, reused across budgets and methods), and plays
+    all live games at once; an engine plays game by game from the FEN. Finished games are stepped with a
     dummy move, which pgx ignores.
 
     Returns numpy arrays: outcome [N] for White (+1 / 0 / -1), length [N] (plies), terminated [N]
@@ -161,7 +72,7 @@ def play_fixed_colours(
 
     step = _jit_batch_step(game)
     act_white = _jit_act(white.act)
-    act_black = None if isinstance(black, UciEngine) else _jit_act(black.act)
+    act_black = None if isinstance(black, UCIClient) else _jit_act(black.act)
     init_key, key = jax.random.split(key)
     states = _jit_init(game, num_games)(init_key)
     if not (np.asarray(states.env._x.color) == 0).all():
@@ -184,7 +95,7 @@ def play_fixed_colours(
             actions = np.zeros(num_games, np.int32)
             for i in np.flatnonzero(live):
                 s = jax.tree.map(lambda x, i=i: x[i], states)
-                move = black.best_move(game.fen(s), movetime_ms)
+                move = engine_move(black, game.fen(s), movetime_ms)
                 if move is None:
                     raise RuntimeError(f"engine has no move in a live game: {game.fen(s)}")
                 actions[i] = game.parse_action(s, move)
@@ -279,8 +190,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.opponent == "stockfish":
         if not shutil.which(args.stockfish) and not os.path.exists(args.stockfish):
             raise SystemExit(f"Stockfish not found at {args.stockfish!r}")
-        engine = UciEngine(args.stockfish, {"Skill Level": args.skill, "Threads": 1, "Hash": 16})
-        opponent_desc = dict(kind="stockfish", engine=engine.id_name, skill=args.skill, movetime_ms=args.movetime_ms)
+        engine = UCIClient([args.stockfish], options={"Skill Level": args.skill, "Threads": 1, "Hash": 16})
+        opponent_desc = dict(kind="stockfish", engine=engine.name, skill=args.skill, movetime_ms=args.movetime_ms)
         opponent = None
     elif args.opponent.startswith("search:") and args.opponent.split(":", 1)[1].isdigit():
         n = int(args.opponent.split(":", 1)[1])

@@ -53,9 +53,9 @@ def analyze_file(engine: Engine, positions: str, out: str, visits: int | None = 
     """Searches every position of `positions`; writes JSON lines to `out`. Returns counts."""
     lines = [ln.strip() for ln in Path(positions).read_text().splitlines()]
     lines = [ln for ln in lines if ln and not ln.startswith("#")]
-    pos = Position(engine.game, engine.default_start_fen)
-    if engine.is_go:
-        pos.set_komi(engine.komi)
+    pos = Position(engine.game, engine.position.default_start_fen)
+    if engine.game.has_komi:
+        pos.set_komi(engine.position.komi)
     states, entries = [], []  # entries: (line, index into states or an error message)
     for ln in lines:
         try:
@@ -90,24 +90,25 @@ def main(args: argparse.Namespace) -> int:
         return 0
     if args.game and args.game != engine.config.game:
         raise ValueError(f"{args.checkpoint} plays {engine.config.game}, not {args.game}")
-    if args.fen and not engine.is_chess:
+    if args.fen and not engine.game.has_fen:
         raise ValueError(f"--fen applies to chess only; this checkpoint plays {engine.game.name}")
-    engine.set_position((args.moves or "").replace(",", " ").split(), fen=args.fen, komi=args.komi)
+    pos = engine.position
+    pos.set_position((args.moves or "").replace(",", " ").split(), fen=args.fen, komi=args.komi)
     result = engine.search()
     readout = None
     if engine.config.value_head == "sai":
-        readout = sai_readout(engine.config, engine.game, engine.params, engine.state)
+        readout = sai_readout(engine.config, engine.game, engine.params, pos.state)
     if args.json:
         extra = {"stats": [s.to_dict() for s in result.stats]} | ({"sai": readout.to_dict()} if readout else {})
-        print(json.dumps(result_json(" ".join(engine.moves), result) | extra))
+        print(json.dumps(result_json(" ".join(pos.moves), result) | extra))
         return 0
-    print(engine.render())
+    print(pos.render())
     if readout is not None:
         print("\n" + "\n".join(readout_lines(readout)))
-    if engine.is_over:
+    if pos.is_over:
         print("the game is over")
         return 0
-    print(f"\n{engine.to_move()} to move; {result.visits} visits ({engine.spec().kind}"
+    print(f"\n{pos.to_move()} to move; {result.visits} visits ({engine.spec().kind}"
           f"{', n_scl=' + str(engine.n_scl) if engine.n_scl else ''}), {result.seconds:.2f}s")
     for line in format_table(result, top=args.top or None):
         print(line)

@@ -1,14 +1,15 @@
 """A host-side engine: one game position, a network and its search, with per-move statistics.
 
     engine = Engine.from_checkpoint("results/models/go9", visits=64)
-    engine.reset(komi=7.5)                 # Go: per-game komi;  chess: engine.reset(fen=FEN)
-    engine.play("D4"); engine.play("E5")   # the game's notation (Go vertices, C4 columns 1-7, UCI moves)
+    pos = engine.position                  # the game it plays (azjax.engines.position.Position)
+    pos.reset(komi=7.5)                    # Go: per-game komi;  chess: pos.reset(fen=FEN)
+    pos.play("D4"); pos.play("E5")         # the game's notation (Go vertices, C4 columns 1-7, UCI moves)
     result = engine.search()               # a SearchResult: best move, value, cp (chess), PV, table
-    engine.play_action(result.best_action); engine.undo()
+    pos.play_action(result.best_action); pos.undo()
 
 The GTP, UCI and analysis front ends (`azjax.engines.gtp`, `azjax.engines.uci`, `azjax.cli.analyze`) and the arena's
-checkpoint players share this class. The position is the start state (game start with a komi, or a
-chess FEN) plus the list of actions played; `undo` pops the last one.
+checkpoint players share this class. The engine holds its position (the start state: game start with a
+komi, or a chess FEN, plus the list of actions played) and searches it or any other states of its game.
 
 Searches run on a batch of one position (or a padded batch for `search_batch`), jitted once per
 (search spec, batch size); the jitted function returns only the root statistics (not the tree), so
@@ -57,8 +58,8 @@ def _jitted_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator):
 # ---------------------------------------------------------------- the engine
 
 
-class Engine(Position):
-    """A game position plus a network and its evaluation search (no root noise, greedy move).
+class Engine:
+    """A network and its evaluation search (no root noise, greedy move) over a game position it holds.
 
     Args:
       config: the checkpoint's config (network shape, search kind and constants, game, komi, start).
@@ -80,11 +81,9 @@ class Engine(Position):
         self.params = params
         # The base game: chess positions from other FENs reuse it (only `init` depends on the start),
         # so every position shares one compiled search.
-        game = board_game(config)
-        start_fen = None
-        if config.game == "chess":
-            start_fen = check_fen(ODDS_FENS.get(config.start or "standard", config.start))
-        super().__init__(game, start_fen)
+        self.game = board_game(config)
+        start_fen = check_fen(ODDS_FENS.get(config.start or "standard", config.start)) if self.game.has_fen else None
+        self.position = Position(self.game, start_fen)
         self.evaluate = cached_evaluator(config, self.game)
         self.visits = int(visits or config.eval_simulations)
         self.key = jax.random.key(seed)
@@ -119,7 +118,7 @@ class Engine(Position):
 
     def search(self, visits: int | None = None, child_pvs: bool | None = None) -> SearchResult:
         """Searches the current position (a batch of one)."""
-        return self.search_batch([self.state], visits=visits, batch_size=1, child_pvs=child_pvs)[0]
+        return self.search_batch([self.position.state], visits=visits, batch_size=1, child_pvs=child_pvs)[0]
 
     def search_batch(self, states: Sequence[GameState], visits: int | None = None,
                      batch_size: int | None = None, child_pvs: bool | None = None) -> list[SearchResult]:
@@ -128,7 +127,7 @@ class Engine(Position):
 
         child_pvs: fill `MoveStat.pv` for the most-visited root moves (default: not for chess, whose
           notation needs the positions along each PV to be played out on the host)."""
-        child_pvs = (not self.is_chess) if child_pvs is None else child_pvs
+        child_pvs = (not self.game.notation_reads_position) if child_pvs is None else child_pvs
         states = list(states)
         if not states:
             return []
@@ -179,13 +178,13 @@ class Engine(Position):
             visits=int(out["n"].sum()),
             stats=stats,
             pv=pv,
-            cp=cp_from_q(value) if self.is_chess else None,
+            cp=cp_from_q(value) if self.game.is_chess else None,
             seconds=seconds,
         )
 
     def pv_strings(self, state: GameState, actions: np.ndarray) -> list[str]:
         """A PV's actions (-1 padded) in the game's notation, stepping the position where the notation
-        depends on it (chess)."""
+        depends on it (chess). Shapes: actions [L]."""
         out = []
         step = _jitted_step(self.game)
         for a in np.asarray(actions):
@@ -193,16 +192,16 @@ class Engine(Position):
             if a < 0 or bool(state.terminated) or not bool(np.asarray(state.legal_action_mask)[a]):
                 break
             out.append(self.game.action_to_str(state, a))
-            if self.is_chess:
+            if self.game.notation_reads_position:
                 state = step(state, jnp.int32(a))
         return out
 
     def genmove(self, visits: int | None = None) -> tuple[str, SearchResult]:
-        """Searches, plays the chosen move and returns (move, search result)."""
-        if self.is_over:
+        """Searches the position, plays the chosen move on it and returns (move, search result)."""
+        if self.position.is_over:
             raise ValueError("the game is over")
         result = self.search(visits)
-        self.play_action(result.best_action)
+        self.position.play_action(result.best_action)
         return result.best_move, result
 
     def visits_for_time(self, budget_s: float | None) -> int:

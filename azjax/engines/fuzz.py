@@ -32,7 +32,7 @@ import re
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from azjax.build import game_named, make_network
@@ -62,6 +62,7 @@ class PipeEngine:
 
     def __init__(self, argv: Sequence[str], env: dict[str, str] | None = None, cwd: str | None = None):
         self.argv = list(argv)
+        self.env, self.cwd = env, cwd  # to start it again after a crash
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, env=env, cwd=cwd)
         self.lines: queue.Queue[bytes | None] = queue.Queue()
@@ -131,6 +132,16 @@ class FuzzReport:
     def problem(self, kind: str, line: bytes, detail: str) -> None:
         if len(self.problems) < 20:
             self.problems.append(f"{kind}: line {line[:120]!r}: {detail[:400]}")
+
+    def malformed(self, line: bytes, detail: str) -> None:
+        self.malformed_replies += 1
+        self.problem("malformed", line, detail)
+
+    def progress(self) -> str:
+        """Lines sent and problems so far (UCI: and bestmoves), for the progress log."""
+        text = f"{self.lines_sent} lines, {self.crashes} crashes, {self.hangs} hangs, {self.malformed_replies} "
+        text += "malformed"
+        return text + (f", {self.bestmoves} bestmoves" if self.engine == "uci" else "")
 
     @property
     def ok(self) -> bool:
@@ -444,101 +455,117 @@ def check_gtp_reply(reply: list[str], command_id: str | None) -> str | None:
 # ---------------------------------------------------------------- drivers
 
 
-def _read_gtp_reply(engine: PipeEngine, timeout: float) -> tuple[list[str], str | None] | None:
-    """One reply (its lines) and any encoding problem; None on timeout."""
-    lines: list[str] = []
-    problem = None
-    deadline = time.monotonic() + timeout
-    while True:
-        raw = engine.read_line(max(deadline - time.monotonic(), 0.01))
-        if raw is None:
-            return None
-        text, p = _decode_output(raw)
-        problem = problem or p
-        if text == "" and raw.endswith(b"\n"):
-            if lines:
-                return lines, problem
-            continue  # a stray empty line before a reply
-        lines.append(text)
+def _restart(engine: PipeEngine, report: FuzzReport, line: bytes, failure: Exception, timeout: float) -> PipeEngine:
+    """Counts `line`'s hang (TimeoutError: the engine is killed) or crash (EngineExited) in `report` and
+    starts the engine again, so the fuzzing goes on."""
+    if isinstance(failure, TimeoutError):
+        report.hangs += 1
+        report.problem("hang", line, f"{failure} within {timeout:.0f} s")
+        engine.proc.kill()
+    else:
+        report.crashes += 1
+        report.problem("crash", line, str(failure))
+    engine.close(timeout=5)
+    return PipeEngine(engine.argv, env=engine.env, cwd=engine.cwd)
 
 
-def fuzz_gtp(argv: Sequence[str], game: str, lines: int, seed: int = 0, timeout: float = 120.0,
-             env: dict[str, str] | None = None, log: Any = None, quick: bool = False) -> FuzzReport:
-    """Sends `lines` fuzz lines to the GTP engine started by `argv` (a checkpoint playing `game`)."""
-    report = FuzzReport(engine="gtp", game=game)
-    rng = random.Random(seed)
+def _fuzz_session(argv: Sequence[str], env: dict[str, str] | None, report: FuzzReport, source: Iterator[bytes],
+                  lines: int, exchange: Callable[[PipeEngine, bytes], None], goodbye: Callable[[PipeEngine], None],
+                  timeout: float, log: Any, label: str) -> FuzzReport:
+    """Starts the engine, sends `lines` lines from `source`, each through `exchange` (which checks the replies
+    into `report` and raises TimeoutError or EngineExited), restarting the engine after a hang or crash; then
+    `goodbye`."""
     t0 = time.perf_counter()
     engine = PipeEngine(argv, env=env)
-    source = gtp_fuzz_lines(game, rng, quick)
-    probe = f"{PROBE_ID} name\n".encode()
     try:
         while report.lines_sent < lines:
             line = next(source)
-            cleaned = _gtp_clean(line.decode("utf-8", "replace"))
-            words = cleaned.split(" ")
-            command_id = words[0] if words and re.fullmatch(r"[0-9]+", words[0]) else None
             report.lines_sent += 1
             try:
-                engine.send(line + probe)
-                replies = []
-                while True:
-                    got = _read_gtp_reply(engine, timeout)
-                    if got is None:
-                        report.hangs += 1
-                        report.problem("hang", line, f"no reply within {timeout:.0f} s")
-                        engine.proc.kill()
-                        raise EngineExited("killed after a hang")
-                    reply, problem = got
-                    if reply == [f"={PROBE_ID} azjax"]:
-                        break
-                    replies.append(reply)
-                    bad = problem or check_gtp_reply(reply, command_id)
-                    if bad:
-                        report.malformed_replies += 1
-                        report.problem("malformed", line, f"{bad}; reply {reply[:3]!r}")
-                if len(replies) > 1 or (cleaned and not replies):
-                    report.malformed_replies += 1
-                    report.problem("malformed", line, f"{len(replies)} replies to one line")
-            except EngineExited as e:
-                if "hang" not in str(e):
-                    report.crashes += 1
-                    report.problem("crash", line, str(e))
-                engine.close(timeout=5)
-                engine = PipeEngine(argv, env=env)
+                exchange(engine, line)
+            except (TimeoutError, EngineExited) as e:
+                engine = _restart(engine, report, line, e, timeout)
             if log is not None and report.lines_sent % 500 == 0:
-                log(f"gtp {game}: {report.lines_sent} lines, {report.crashes} crashes, {report.hangs} hangs, "
-                    f"{report.malformed_replies} malformed")
-        # A GUI's goodbye: `quit` answers `=` and the engine exits with status 0.
-        engine.send(b"quit\n")
-        got = _read_gtp_reply(engine, timeout)
-        code = engine.close(timeout=timeout)
-        if got is None or got[0] != ["="] or code != 0:
-            report.malformed_replies += 1
-            report.problem("malformed", b"quit", f"reply {got!r}, exit code {code}")
+                log(f"{label}: {report.progress()}")
+        goodbye(engine)
     finally:
         engine.close(timeout=5)
     report.seconds = round(time.perf_counter() - t0, 1)
     return report
 
 
+def _output_lines(engine: PipeEngine, timeout: float) -> Iterator[tuple[bytes, str, str | None]]:
+    """The engine's output lines (raw, decoded text, any encoding problem) until `timeout` seconds have passed."""
+    deadline = time.monotonic() + timeout
+    while (raw := engine.read_line(max(deadline - time.monotonic(), 0.01))) is not None:
+        yield raw, *_decode_output(raw)
+
+
+def _read_gtp_reply(engine: PipeEngine, timeout: float) -> tuple[list[str], str | None] | None:
+    """One reply (its lines) and any encoding problem; None on timeout."""
+    lines: list[str] = []
+    problem = None
+    for raw, text, p in _output_lines(engine, timeout):
+        problem = problem or p
+        if text == "" and raw.endswith(b"\n"):
+            if lines:
+                return lines, problem
+            continue  # a stray empty line before a reply
+        lines.append(text)
+    return None
+
+
+def fuzz_gtp(argv: Sequence[str], game: str, lines: int, seed: int = 0, timeout: float = 120.0,
+             env: dict[str, str] | None = None, log: Any = None, quick: bool = False) -> FuzzReport:
+    """Sends `lines` fuzz lines to the GTP engine started by `argv` (a checkpoint playing `game`)."""
+    report = FuzzReport(engine="gtp", game=game)
+    source = gtp_fuzz_lines(game, random.Random(seed), quick)
+    probe = f"{PROBE_ID} name\n".encode()
+
+    def exchange(engine: PipeEngine, line: bytes) -> None:
+        cleaned = _gtp_clean(line.decode("utf-8", "replace"))
+        words = cleaned.split(" ")
+        command_id = words[0] if words and re.fullmatch(r"[0-9]+", words[0]) else None
+        engine.send(line + probe)
+        replies = []
+        while True:
+            got = _read_gtp_reply(engine, timeout)
+            if got is None:
+                raise TimeoutError("no reply")
+            reply, problem = got
+            if reply == [f"={PROBE_ID} azjax"]:
+                break
+            replies.append(reply)
+            bad = problem or check_gtp_reply(reply, command_id)
+            if bad:
+                report.malformed(line, f"{bad}; reply {reply[:3]!r}")
+        if len(replies) > 1 or (cleaned and not replies):
+            report.malformed(line, f"{len(replies)} replies to one line")
+
+    def goodbye(engine: PipeEngine) -> None:
+        # A GUI's goodbye: `quit` answers `=` and the engine exits with status 0.
+        engine.send(b"quit\n")
+        got = _read_gtp_reply(engine, timeout)
+        code = engine.close(timeout=timeout)
+        if got is None or got[0] != ["="] or code != 0:
+            report.malformed(b"quit", f"reply {got!r}, exit code {code}")
+
+    return _fuzz_session(argv, env, report, source, lines, exchange, goodbye, timeout, log, label=f"gtp {game}")
+
+
 def _read_until(engine: PipeEngine, done: Any, timeout: float, report: FuzzReport, line: bytes) -> list[str] | None:
     """Output lines up to and including the first for which `done(text)` holds; None on timeout.
     Malformed lines are counted in `report`."""
     out: list[str] = []
-    deadline = time.monotonic() + timeout
-    while True:
-        raw = engine.read_line(max(deadline - time.monotonic(), 0.01))
-        if raw is None:
-            return None
-        text, problem = _decode_output(raw)
+    for _, text, problem in _output_lines(engine, timeout):
         if problem is None and text.split(" ", 1)[0] not in UCI_KEYWORDS:
             problem = f"not a UCI output line: {text[:200]!r}"
         if problem:
-            report.malformed_replies += 1
-            report.problem("malformed", line, problem)
+            report.malformed(line, problem)
         out.append(text)
         if done(text):
             return out
+    return None
 
 
 def _check_bestmove(text: str, fen: str | None) -> str | None:
@@ -579,78 +606,55 @@ def fuzz_uci(argv: Sequence[str], lines: int, seed: int = 0, timeout: float = 12
                 break
             board.push(rng.choice(list(board.legal_moves)))
         pool.append(board.fen())
-    t0 = time.perf_counter()
-    engine = PipeEngine(argv, env=env)
     source = uci_fuzz_lines(rng, pool, quick)
 
     def ready(text: str) -> bool:
         return text == "readyok"
 
-    try:
-        while report.lines_sent < lines:
-            line = next(source)
-            words = line.decode("utf-8", "replace").split()
-            report.lines_sent += 1
-            try:
-                fen = None
-                if words[:1] == ["go"]:
-                    report.go_commands += 1
-                    engine.send(b"d\nisready\n")
-                    out = _read_until(engine, ready, timeout, report, line)
-                    if out is None:
-                        raise TimeoutError("no readyok after d")
-                    fen = next((t[len("info string fen "):] for t in out if t.startswith("info string fen ")), None)
-                    if fen is None:
-                        report.problem("note", line, f"`d` printed {out[-4:]!r}")
-                    engine.send(line)
-                    if "infinite" in words or "ponder" in words:
-                        time.sleep(0.0 if quick else rng.choice([0.0, 0.01, 0.2]))
-                        engine.send(b"stop\n" if rng.random() < 0.8 else b"ponderhit\n")
-                    out = _read_until(engine, lambda t: t.startswith("bestmove") or
-                                      t.startswith("info string error"), timeout, report, line)
-                    if out is None:
-                        raise TimeoutError("go was answered neither by bestmove nor by an error")
-                    if out[-1].startswith("bestmove"):
-                        report.bestmoves += 1
-                        bad = _check_bestmove(out[-1], fen)
-                        if bad:
-                            report.malformed_replies += 1
-                            report.problem("malformed", line, bad)
-                    else:
-                        report.go_errors += 1
-                    engine.send(b"isready\n")
-                else:
-                    engine.send(line + b"isready\n")
-                out = _read_until(engine, ready, timeout, report, line)
-                if out is not None and words[:1] == ["isready"]:  # the fuzz line's own readyok came first
-                    more = _read_until(engine, ready, timeout, report, line)
-                    out = None if more is None else out + more
-                if out is None:
-                    raise TimeoutError("no readyok")
-                stray = [t for t in out if t.startswith("bestmove")]
-                if stray and words[:1] not in (["stop"], ["ponderhit"]):
-                    report.malformed_replies += 1
-                    report.problem("malformed", line, f"unexpected {stray[0]!r}")
-            except TimeoutError as e:
-                report.hangs += 1
-                report.problem("hang", line, f"{e} within {timeout:.0f} s")
-                engine.proc.kill()
-                engine.close(timeout=5)
-                engine = PipeEngine(argv, env=env)
-            except EngineExited as e:
-                report.crashes += 1
-                report.problem("crash", line, str(e))
-                engine.close(timeout=5)
-                engine = PipeEngine(argv, env=env)
-            if log is not None and report.lines_sent % 500 == 0:
-                log(f"uci: {report.lines_sent} lines, {report.crashes} crashes, {report.hangs} hangs, "
-                    f"{report.malformed_replies} malformed, {report.bestmoves} bestmoves")
+    def exchange(engine: PipeEngine, line: bytes) -> None:
+        words = line.decode("utf-8", "replace").split()
+        fen = None
+        if words[:1] == ["go"]:
+            report.go_commands += 1
+            engine.send(b"d\nisready\n")
+            out = _read_until(engine, ready, timeout, report, line)
+            if out is None:
+                raise TimeoutError("no readyok after d")
+            fen = next((t[len("info string fen "):] for t in out if t.startswith("info string fen ")), None)
+            if fen is None:
+                report.problem("note", line, f"`d` printed {out[-4:]!r}")
+            engine.send(line)
+            if "infinite" in words or "ponder" in words:
+                time.sleep(0.0 if quick else rng.choice([0.0, 0.01, 0.2]))
+                engine.send(b"stop\n" if rng.random() < 0.8 else b"ponderhit\n")
+            out = _read_until(engine, lambda t: t.startswith("bestmove") or
+                              t.startswith("info string error"), timeout, report, line)
+            if out is None:
+                raise TimeoutError("go was answered neither by bestmove nor by an error")
+            if out[-1].startswith("bestmove"):
+                report.bestmoves += 1
+                bad = _check_bestmove(out[-1], fen)
+                if bad:
+                    report.malformed(line, bad)
+            else:
+                report.go_errors += 1
+            engine.send(b"isready\n")
+        else:
+            engine.send(line + b"isready\n")
+        out = _read_until(engine, ready, timeout, report, line)
+        if out is not None and words[:1] == ["isready"]:  # the fuzz line's own readyok came first
+            more = _read_until(engine, ready, timeout, report, line)
+            out = None if more is None else out + more
+        if out is None:
+            raise TimeoutError("no readyok")
+        stray = [t for t in out if t.startswith("bestmove")]
+        if stray and words[:1] not in (["stop"], ["ponderhit"]):
+            report.malformed(line, f"unexpected {stray[0]!r}")
+
+    def goodbye(engine: PipeEngine) -> None:
         engine.send(b"quit\n")
         code = engine.close(timeout=timeout)
         if code != 0:
-            report.malformed_replies += 1
-            report.problem("malformed", b"quit", f"exit code {code}")
-    finally:
-        engine.close(timeout=5)
-    report.seconds = round(time.perf_counter() - t0, 1)
-    return report
+            report.malformed(b"quit", f"exit code {code}")
+
+    return _fuzz_session(argv, env, report, source, lines, exchange, goodbye, timeout, log, label="uci")

@@ -96,6 +96,7 @@ class GTPEngine:
 
     def __init__(self, engine: Engine, inp: TextIO | None = None, out: TextIO | None = None):
         self.engine = engine
+        self.position = engine.position  # the game on the board: the engine searches it, commands change it
         self.inp = inp if inp is not None else sys.stdin
         self.out = out if out is not None else sys.stdout
         self.time_settings: tuple[float, float, int] | None = None
@@ -112,7 +113,7 @@ class GTPEngine:
             "play": self.cmd_play,
             "genmove": self.cmd_genmove,
             "undo": self.cmd_undo,
-            "showboard": lambda a: "\n" + self.engine.render(),
+            "showboard": lambda a: "\n" + self.position.render(),
             "final_score": self.cmd_final_score,
             "time_settings": self.cmd_time_settings,
             "time_left": self.cmd_time_left,
@@ -159,7 +160,7 @@ class GTPEngine:
     # ----- commands
 
     def _need_go(self, command: str) -> None:
-        if not self.engine.is_go:
+        if not self.engine.game.is_go:  # GTP's own game: boardsize, komi and final_score are Go's
             raise GTPError(f"{command} applies to Go only; this engine plays {self.engine.game.name}")
 
     def cmd_boardsize(self, args: list[str]) -> str:
@@ -168,11 +169,11 @@ class GTPEngine:
             raise GTPError("boardsize needs one integer")
         if int(args[0]) != self.engine.game.size:  # type: ignore[attr-defined]
             raise GTPError("unacceptable size")
-        self.engine.reset()
+        self.position.reset()
         return ""
 
     def cmd_clear_board(self, args: list[str]) -> str:
-        self.engine.reset()
+        self.position.reset()
         return ""
 
     def cmd_komi(self, args: list[str]) -> str:
@@ -183,37 +184,37 @@ class GTPEngine:
             komi = float(args[0])
         except ValueError:
             raise GTPError(f"komi is not a number: {args[0]!r}") from None
-        self.engine.set_komi(komi)
+        self.position.set_komi(komi)
         return ""
 
     def _prepare_color(self, color: str) -> None:
         """Makes `color` the side to move (Go: the other side passes first)."""
-        e = self.engine
-        if e.is_over:
+        pos = self.position
+        if pos.is_over:
             raise GTPError("the game is over")
-        if e.to_move() == color:
+        if pos.to_move() == color:
             return
-        if not e.is_go:
+        if not pos.game.is_go:  # only Go has a pass
             raise GTPError(f"not {color}'s turn")
-        e.play("pass")
-        if e.is_over:
-            e.undo()
+        pos.play("pass")
+        if pos.is_over:
+            pos.undo()
             raise GTPError(f"not {color}'s turn (a pass for the other side would end the game)")
 
     def cmd_play(self, args: list[str]) -> str:
         if len(args) != 2:
             raise GTPError("play needs a color and a move")
         color = parse_color(args[0])
-        if self.engine.is_go and args[1].lower() == "resign":
+        if self.engine.game.is_go and args[1].lower() == "resign":
             raise GTPError("resign is not a move here")
-        e = self.engine
-        before = len(e.actions)
+        pos = self.position
+        before = len(pos.actions)
         self._prepare_color(color)
         try:
-            e.play(args[1])
+            pos.play(args[1])
         except ValueError as err:
-            while len(e.actions) > before:
-                e.undo()
+            while len(pos.actions) > before:
+                pos.undo()
             msg = str(err)
             raise GTPError("illegal move" if msg.startswith("illegal") else msg) from None
         return ""
@@ -235,17 +236,17 @@ class GTPEngine:
         color = parse_color(args[0])
         self._prepare_color(color)
         move, _ = self.engine.genmove(self._visit_budget(color))
-        return move.upper() if self.engine.is_go and move != "pass" else move
+        return move  # the game's notation: Go vertices are already upper case, and a pass is `pass`
 
     def cmd_undo(self, args: list[str]) -> str:
-        if not self.engine.actions:
+        if not self.position.actions:
             raise GTPError("cannot undo")
-        self.engine.undo()
+        self.position.undo()
         return ""
 
     def cmd_final_score(self, args: list[str]) -> str:
         self._need_go("final_score")
-        return format_go_score(self.engine.go_score())
+        return format_go_score(self.position.go_score())
 
     def cmd_time_settings(self, args: list[str]) -> str:
         try:
@@ -272,18 +273,18 @@ class GTPEngine:
         return ""
 
     def cmd_analyze(self, args: list[str]) -> str:
-        e = self.engine
+        pos, game = self.position, self.engine.game
         if args and re.fullmatch(r"[a-zA-Z]+", args[0]):
-            if parse_color(args[0]) != e.to_move():
+            if parse_color(args[0]) != pos.to_move():
                 raise GTPError(f"not {args[0]}'s turn")
-        if e.is_over:
+        if pos.is_over:
             raise GTPError("the game is over")
-        result = e.search()
+        result = self.engine.search()
         lines = []
         for order, s in enumerate(st for st in result.stats if st.n > 0):
             winrate = int(round(10000 * (1 + s.q) / 2))
-            pv = " ".join(m.upper() if e.is_go else m for m in (s.pv or [s.move]))
-            move = s.move.upper() if e.is_go else s.move
+            pv = " ".join(game.move_to_gtp(m) for m in (s.pv or [s.move]))
+            move = game.move_to_gtp(s.move)
             lines.append(f"info move {move} visits {s.n} winrate {winrate} prior {int(round(10000 * s.p))} "
                          f"lcb {winrate} order {order} pv {pv}")
         return "\n" + "\n".join(lines)

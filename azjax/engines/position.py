@@ -5,25 +5,20 @@ in the game's notation; `parse_position` reads one from a line (moves, or a ches
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Sequence
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.games import STANDARD_FEN, Chess, Game, GameState, Go, board_arrays, chess_state_from_fen
+from azjax.games import STANDARD_FEN, Game, GameState
 
 
 @functools.lru_cache(maxsize=64)
 def start_state(game: Game, komi: float = 0.0, fen: str | None = None) -> GameState:
-    """The start of a game: `game.init` with `komi` (Go), or a chess position from `fen` (cached: pgx's
-    eager init and FEN parsing take up to seconds)."""
-    if isinstance(game, Chess) and fen is not None and fen != STANDARD_FEN:
-        env = chess_state_from_fen(fen)
-        return GameState(env=env, komi=jnp.float32(0.0))
+    """`game.start_position(komi, fen)`, cached (pgx's eager init and FEN parsing take up to seconds)."""
     with jax.ensure_compile_time_eval():
-        return game.init(jax.random.key(0), komi=komi if isinstance(game, Go) else None)
+        return game.start_position(komi, fen)
 
 
 @functools.cache
@@ -40,26 +35,18 @@ class Position:
 
     Args:
       game: the game (for chess, the standard-start game: other starts come from `fen`).
-      start_fen: chess only: the default start position of `reset`.
+      start_fen: games with FEN (chess) only: the default start position of `reset`.
     """
 
     def __init__(self, game: Game, start_fen: str | None = None):
         self.game = game
-        self.default_start_fen = (start_fen or STANDARD_FEN) if isinstance(game, Chess) else None
+        self.default_start_fen = (start_fen or STANDARD_FEN) if game.has_fen else None
         self.komi = float(game.komi)
         self.start_fen = self.default_start_fen
         self.actions: list[int] = []
         self.moves: list[str] = []  # the actions in the game's notation
         self.states: list[GameState] = []
         self.reset()
-
-    @property
-    def is_go(self) -> bool:
-        return isinstance(self.game, Go)
-
-    @property
-    def is_chess(self) -> bool:
-        return isinstance(self.game, Chess)
 
     @property
     def state(self) -> GameState:
@@ -69,17 +56,11 @@ class Position:
         """A new game from the start (Go: with `komi`, default the current komi; chess: from `fen`,
         default the checkpoint's start position). Raises ValueError for a bad komi or FEN."""
         if komi is not None:
-            if not self.is_go:
-                raise ValueError(f"komi applies to Go only, not {self.game.name}")
-            komi = float(komi)
-            if not math.isfinite(komi) or abs(komi) > 2 * self.game.size ** 2:  # type: ignore[attr-defined]
-                raise ValueError(f"unreasonable komi {komi}")
-            self.komi = komi
-        if fen is not None and not self.is_chess:
+            self.komi = self.game.check_komi(komi)
+        if fen is not None and not self.game.has_fen:
             raise ValueError(f"FEN positions apply to chess only, not {self.game.name}")
-        if self.is_chess:
-            self.start_fen = fen or self.default_start_fen
-        start = start_state(self.game, self.komi if self.is_go else 0.0, self.start_fen)
+        self.start_fen = fen or self.default_start_fen  # None for games without FEN
+        start = start_state(self.game, self.komi, self.start_fen)
         self.actions = []
         self.moves = []
         self.states = [start]
@@ -145,21 +126,17 @@ class Position:
 
     def to_move(self) -> str:
         """"b" or "w": Go's colours; chess: the side to move; Connect Four: "b" for the first player."""
-        return color_to_move(self.game, self.state, len(self.actions))
+        return self.game.side_to_move(self.state, len(self.actions))
 
     def render(self) -> str:
         return self.game.render(self.state)
 
     def fen(self) -> str:
-        if not self.is_chess:
-            raise ValueError(f"FEN applies to chess only, not {self.game.name}")
-        return self.game.fen(self.state)  # type: ignore[attr-defined]
+        return self.game.fen(self.state)
 
     def go_score(self) -> float:
         """Go: Black's Tromp-Taylor area lead minus komi (positive: Black wins)."""
-        if not self.is_go:
-            raise ValueError(f"scoring applies to Go only, not {self.game.name}")
-        return float(self.game.black_margin(self.state))  # type: ignore[attr-defined]
+        return float(self.game.black_margin(self.state))
 
     def outcome(self) -> float | None:
         """Finished games: the result for the player who moved first from the start (+1, 0, -1)."""
@@ -175,7 +152,7 @@ def parse_position(position: Position, line: str) -> None:
     ValueError (the position is then unchanged)."""
     text = line.strip()
     fen = None
-    if position.is_chess:
+    if position.game.has_fen:
         if text.startswith("startpos"):
             text = text[len("startpos") :].strip()
         elif "/" in text.split(" moves ")[0]:
@@ -186,11 +163,3 @@ def parse_position(position: Position, line: str) -> None:
     moves = text.replace(",", " ").split()
     position.set_position(moves, fen=fen)
 
-
-def color_to_move(game: Game, state: GameState, num_moves: int) -> str:
-    """"b" or "w" for the side to move (Connect Four: "b" = the first player)."""
-    if isinstance(game, Go):
-        return "b" if int(game.color_to_move(state)) == 0 else "w"
-    if isinstance(game, Chess):
-        return "w" if int(np.asarray(board_arrays(state).color)) == 0 else "b"
-    return "b" if num_moves % 2 == 0 else "w"

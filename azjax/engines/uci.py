@@ -59,9 +59,10 @@ class UCIEngine:
     """A UCI server over text streams (stdin/stdout by default; tests pass StringIO/pipes)."""
 
     def __init__(self, engine: Engine, inp: TextIO | None = None, out: TextIO | None = None):
-        if not engine.is_chess:
+        if not engine.game.is_chess:
             raise ValueError(f"UCI is for chess; this checkpoint plays {engine.game.name}")
         self.engine = engine
+        self.position = engine.position  # the game on the board: the engine searches it, commands change it
         self.inp = inp if inp is not None else sys.stdin
         self.out = out if out is not None else sys.stdout
         self.verbose = False
@@ -111,7 +112,7 @@ class UCIEngine:
                 self.stop_search()
             elif cmd == "ucinewgame":
                 self.finish_search()
-                self.engine.reset()
+                self.position.reset()
             elif cmd == "position":
                 self.finish_search()
                 self.cmd_position(args)
@@ -123,9 +124,9 @@ class UCIEngine:
                 self.cmd_go(args)
             elif cmd == "d":
                 self.finish_search()
-                for row in self.engine.render().splitlines():
+                for row in self.position.render().splitlines():
                     self.send(f"info string {row}")
-                self.send(f"info string fen {self.engine.fen()}")
+                self.send(f"info string fen {self.position.fen()}")
             elif cmd in ("debug", "register"):
                 pass
             else:
@@ -151,19 +152,19 @@ class UCIEngine:
             fen = " ".join(args[1:])
         else:
             raise ValueError(f"bad position command: {' '.join(args)!r}")
-        e = self.engine
+        pos = self.position
         # Extend the current game when the new position continues it (the usual GUI pattern).
-        history = e.move_history()
-        if fen == e.start_fen and moves[: len(history)] == history:
+        history = pos.move_history()
+        if fen == pos.start_fen and moves[: len(history)] == history:
             try:
                 for m in moves[len(history) :]:
-                    e.play(m)
+                    pos.play(m)
             except ValueError:
-                while len(e.actions) > len(history):
-                    e.undo()
+                while len(pos.actions) > len(history):
+                    pos.undo()
                 raise
             return
-        e.set_position(moves, fen=fen)
+        pos.set_position(moves, fen=fen)
 
     def cmd_setoption(self, args: list[str]) -> None:
         if not args or args[0] != "name":
@@ -204,7 +205,7 @@ class UCIEngine:
             else:
                 raise ValueError(f"unknown go parameter {word!r}")
         e = self.engine
-        if e.is_over or not e.legal_moves():
+        if self.position.is_over or not self.position.legal_moves():
             self.send("bestmove 0000")
             return
         if "nodes" in params:
@@ -235,7 +236,7 @@ class UCIEngine:
     def _time_budget(self, p: dict[str, int]) -> float | None:
         if "movetime" in p:
             return p["movetime"] / 1000.0
-        side = "w" if self.engine.to_move() == "w" else "b"
+        side = "w" if self.position.to_move() == "w" else "b"
         left = p.get(f"{side}time")
         if left is None:
             return None
@@ -261,7 +262,7 @@ class UCIEngine:
         if last is not None and self.verbose:
             for line in format_table(last, prefix="info string ", ascending=True):
                 self.send(line)
-        best = last.best_move if last is not None and last.best_move else e.legal_moves()[0]
+        best = last.best_move if last is not None and last.best_move else self.position.legal_moves()[0]
         ponder = f" ponder {last.pv[1]}" if last is not None and len(last.pv) > 1 else ""
         self.send(f"bestmove {best}{ponder}")
 

@@ -12,14 +12,18 @@ komi values (pgx fixes the komi per environment object). The Go adapter builds p
 and rescores finished games from the board with each game's own komi (area scoring, Tromp-Taylor).
 
 Host-side helpers (`render`, `action_to_str`, `parse_action`) speak each game's usual notation:
-Connect Four columns 1-7, Go vertices (`D4`, `pass`), UCI moves for chess.
+Connect Four columns 1-7, Go vertices (`D4`, `pass`), UCI moves for chess. What else differs between
+games (komi, board scores, FEN starts, colour names, GTP's vertex case) is asked of the game
+(`has_komi`, `check_komi`, `scored`, `black_margin`, `has_fen`, `start_position`, `fen`, `side_to_move`,
+`move_to_gtp`, ...), so host code never tests a game's type.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
+import math
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -100,8 +104,18 @@ class Game:
         # pgx's own `num_actions` / `observation_shape` run `init` eagerly on every access (~0.2-2 s for chess).
         return jax.eval_shape(self.env.init, jax.random.PRNGKey(0))
 
+    # What differs between games, asked by the host side (engines, arenas, records) instead of testing the type.
+    has_komi: ClassVar[bool] = False  # Go: games carry a komi (`GameState.komi`)
+    scored: ClassVar[bool] = False  # Go: a game ends with a board score (`black_margin`), not just a winner
+    has_fen: ClassVar[bool] = False  # chess: positions are set up and written as FEN
+    notation_reads_position: ClassVar[bool] = False  # chess: `action_to_str` needs the position, not the action only
+
     @property
     def is_go(self) -> bool:
+        return False
+
+    @property
+    def is_chess(self) -> bool:
         return False
 
     def init(self, key: Array, komi: Array | float | None = None) -> GameState:
@@ -114,6 +128,36 @@ class Game:
         return state.replace(env=self.env.step(state.env, action))
 
     # ----- host-side helpers (numpy; one unbatched state) -----
+
+    def start_position(self, komi: float = 0.0, fen: str | None = None) -> GameState:
+        """The start of a host-side game with `komi` (used by games that have one) or from `fen` (chess)."""
+        if fen is not None:
+            raise ValueError(f"FEN positions apply to chess only, not {self.name}")
+        return self.init(jax.random.key(0), komi=komi)
+
+    def check_komi(self, komi: float) -> float:
+        """`komi` as a float; raises ValueError if the game has no komi or the value is unreasonable."""
+        raise ValueError(f"komi applies to Go only, not {self.name}")
+
+    def black_margin(self, state: GameState) -> Array:
+        """float32 []: Black's board lead minus komi (games with `scored`; > 0: Black wins on the board)."""
+        raise ValueError(f"scoring applies to Go only, not {self.name}")
+
+    def fen(self, state: GameState) -> str:
+        raise ValueError(f"FEN applies to chess only, not {self.name}")
+
+    def side_to_move(self, state: GameState, num_moves: int) -> str:
+        """"b" or "w" (GTP's colour names) for the side to move after `num_moves` moves from the start: here the
+        first player is "b"."""
+        return "b" if num_moves % 2 == 0 else "w"
+
+    def move_to_gtp(self, move: str) -> str:
+        """A move as GTP analysis writes it (Go: vertices in upper case, `PASS`); other games' notation as is."""
+        return move
+
+    def move_from_gtp(self, text: str) -> str:
+        """A GTP engine's reply as this game's notation writes it (Go: lower case; parsing ignores case)."""
+        return text
 
     def render(self, state: GameState) -> str:
         raise NotImplementedError(f"{self.name} has no text rendering")
@@ -162,10 +206,27 @@ class Go(Game):
     """Go with area scoring and a komi per game (stored in `GameState.komi`)."""
 
     size: int = 9
+    has_komi: ClassVar[bool] = True
+    scored: ClassVar[bool] = True
 
     @property
     def is_go(self) -> bool:
         return True
+
+    def check_komi(self, komi: float) -> float:
+        komi = float(komi)
+        if not math.isfinite(komi) or abs(komi) > 2 * self.size**2:
+            raise ValueError(f"unreasonable komi {komi}")
+        return komi
+
+    def side_to_move(self, state: GameState, num_moves: int) -> str:
+        return "b" if int(self.color_to_move(state)) == 0 else "w"
+
+    def move_to_gtp(self, move: str) -> str:
+        return move.upper()
+
+    def move_from_gtp(self, text: str) -> str:
+        return text.lower()
 
     def step(self, state: GameState, action: Array) -> GameState:
         env = self.env.step(state.env, action)
@@ -278,6 +339,12 @@ class Chess(Game):
     """Chess from the standard start, a named odds start, or any FEN."""
 
     start_fen: str = STANDARD_FEN
+    has_fen: ClassVar[bool] = True
+    notation_reads_position: ClassVar[bool] = True  # the mover's side and pawn promotions
+
+    @property
+    def is_chess(self) -> bool:
+        return True
 
     def init(self, key: Array, komi: Array | float | None = None) -> GameState:
         del komi
@@ -286,6 +353,14 @@ class Chess(Game):
         else:
             env = _cached_fen_state(self.start_fen)
         return GameState(env=env, komi=jnp.float32(0.0))
+
+    def start_position(self, komi: float = 0.0, fen: str | None = None) -> GameState:
+        if fen is not None and fen != STANDARD_FEN:
+            return GameState(env=chess_state_from_fen(fen), komi=jnp.float32(0.0))
+        return self.init(jax.random.key(0))
+
+    def side_to_move(self, state: GameState, num_moves: int) -> str:
+        return "w" if int(np.asarray(state.env._x.color)) == 0 else "b"
 
     def fen(self, state: GameState) -> str:
         from pgx.experimental.chess import to_fen

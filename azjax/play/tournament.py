@@ -15,9 +15,9 @@ import numpy as np
 
 from azjax.engines.engine import Engine
 from azjax.engines.external import EngineError, GTPClient, UCIClient
-from azjax.engines.position import Position, color_to_move, parse_position
+from azjax.engines.position import Position, parse_position, stack_states
 from azjax.engines.records import result_string, write_record
-from azjax.games import STANDARD_FEN, Game, GameState, Go
+from azjax.games import STANDARD_FEN, Game, GameState
 from azjax.play.agents import ActFn, Agent
 from azjax.play.arena import GameRecords, MatchResult, play_from
 from azjax.play.specs import ArenaAgent
@@ -76,7 +76,7 @@ def setup_openings(game: Game, lines: list[str]) -> list[Opening]:
     out = []
     for ln in lines:
         parse_position(pos, ln)
-        out.append(Opening(line=ln, fen=pos.start_fen if pos.is_chess else None, moves=list(pos.moves),
+        out.append(Opening(line=ln, fen=pos.start_fen, moves=list(pos.moves),
                            state=pos.state, komi=pos.komi))
     return out
 
@@ -86,9 +86,10 @@ def setup_openings(game: Game, lines: list[str]) -> list[Opening]:
 
 def _play_from(game: Game, act_a: ActFn, act_b: ActFn, params_a: Any, params_b: Any, key: jax.Array,
                states: GameState, max_plies: jax.Array) -> tuple[GameRecords, jax.Array]:
-    """`azjax.play.arena.play_from`, and for Go Black's area lead minus komi of the final boards (0 for other games)."""
+    """`azjax.play.arena.play_from`, and for scored games (Go) Black's area lead minus komi of the final boards
+    (0 for other games). Shapes: states [N] -> score [N]."""
     records, final = play_from(game, act_a, act_b, params_a, params_b, key, states, max_plies)
-    if isinstance(game, Go):
+    if game.scored:
         score = jax.vmap(game.black_margin)(final)
     else:
         score = jnp.zeros(states.current_player.shape[0])
@@ -148,10 +149,10 @@ class HostPlayer:
         self.opening = opening
         c = self.client
         if isinstance(c, GTPClient):
-            if isinstance(self.game, Go):
-                c.command(f"boardsize {self.game.size}")
+            if self.game.is_go:  # GTP's board size is Go's
+                c.command(f"boardsize {self.game.size}")  # type: ignore[attr-defined]
             c.command("clear_board")
-            if isinstance(self.game, Go):
+            if self.game.has_komi:
                 c.command(f"komi {opening.komi:g}")
             if opening.fen is not None and opening.fen != STANDARD_FEN:
                 raise ValueError(f"{self.agent.name}: GTP has no way to set up a chess position from a FEN")
@@ -174,11 +175,11 @@ class HostPlayer:
         if isinstance(self.client, GTPClient):
             history = pos.moves  # opening moves included
             for i in range(self.sent, len(history)):
-                self.client.command(f"play {color_to_move(pos.game, pos.states[i], i)} {history[i]}")
+                self.client.command(f"play {self.game.side_to_move(pos.states[i], i)} {history[i]}")
             self.sent = len(history) + 1
-            color = color_to_move(pos.game, pos.state, len(history))
+            color = self.game.side_to_move(pos.state, len(history))
             move = self.client.command(f"genmove {color}", timeout=300.0).strip()
-            return move.lower() if isinstance(self.game, Go) else move
+            return self.game.move_from_gtp(move)
         assert isinstance(self.client, UCIClient)
         fen = None if pos.start_fen == STANDARD_FEN else pos.start_fen
         move, _ = self.client.bestmove(pos.moves, fen=fen, movetime_ms=a.go.get("movetime"), nodes=a.go.get("nodes"),
@@ -206,10 +207,7 @@ class HostGame:
 def play_host_game(game: Game, a: HostPlayer, b: HostPlayer, opening: Opening, a_first: bool,
                    max_plies: int) -> HostGame:
     """One game on the host: A moves first after the opening if `a_first`."""
-    pos = Position(game)
-    parse_position(pos, opening.line)
-    if isinstance(game, Go):
-        pos.set_komi(opening.komi)
+    pos = _opening_position(game, opening)
     for p in (a, b):
         p.new_game(opening)
     a_id = int(np.asarray(pos.state.current_player))
@@ -246,7 +244,7 @@ def play_host_game(game: Game, a: HostPlayer, b: HostPlayer, opening: Opening, a
             terminated = False
             outcome, reason = _cap_outcome(game, opening, pos.moves[len(opening.moves) :], a_first)
     return HostGame(moves=list(pos.moves), outcome_a=outcome, a_first=a_first, terminated=terminated,
-                    illegal=illegal, reason=reason, go_score=pos.go_score() if isinstance(game, Go) else None,
+                    illegal=illegal, reason=reason, go_score=pos.go_score() if game.scored else None,
                     plies=plies)
 
 
@@ -277,7 +275,7 @@ def play_pairing(game: Game, a: ArenaAgent, b: ArenaAgent, openings: list[Openin
         for lo in range(0, n, per_batch):
             chunk = openings[lo : lo + per_batch]
             padded = chunk + [chunk[-1]] * (per_batch - len(chunk))
-            states = jax.tree.map(lambda *xs: jnp.stack(xs), *[o.state for o in padded + padded])
+            states = stack_states([o.state for o in padded + padded])
             key, sub = jax.random.split(key)
             shortest = min(len(o.moves) for o in chunk)
             records, score = play_games_from(game, a.agent, b.agent, sub, states, max(max_plies - shortest, 1))
@@ -297,7 +295,7 @@ def play_pairing(game: Game, a: ArenaAgent, b: ArenaAgent, openings: list[Openin
                     terminated = False
                 else:
                     outcome, reason, terminated = float(np.sign(records.outcome[row])), "", True
-                if isinstance(game, Go):
+                if game.scored:
                     go_score = float(score[row]) if not truncated else _final_position(game, o, moves).go_score()
                 else:
                     go_score = None
@@ -316,12 +314,18 @@ def play_pairing(game: Game, a: ArenaAgent, b: ArenaAgent, openings: list[Openin
     return out
 
 
-def _action_strings(game: Game, opening: Opening, actions: list[int]) -> list[str]:
+def _opening_position(game: Game, opening: Opening) -> Position:
+    """The opening's position, with its komi (games that have one)."""
     pos = Position(game)
     parse_position(pos, opening.line)
-    if isinstance(game, Go):
+    if game.has_komi:
         pos.set_komi(opening.komi)
-    if game.name != "chess":  # notation independent of the position
+    return pos
+
+
+def _action_strings(game: Game, opening: Opening, actions: list[int]) -> list[str]:
+    pos = _opening_position(game, opening)
+    if not game.notation_reads_position:
         return [game.action_to_str(pos.state, a) for a in actions]
     for a in actions:
         pos.play_action(a)
@@ -329,21 +333,18 @@ def _action_strings(game: Game, opening: Opening, actions: list[int]) -> list[st
 
 
 def _final_position(game: Game, opening: Opening, moves: list[str]) -> Position:
-    pos = Position(game)
-    parse_position(pos, opening.line)
-    if isinstance(game, Go):
-        pos.set_komi(opening.komi)
+    pos = _opening_position(game, opening)
     for m in moves:
         pos.play(m)
     return pos
 
 
 def _cap_outcome(game: Game, opening: Opening, moves: list[str], a_first: bool) -> tuple[float, str]:
-    if not isinstance(game, Go):
+    if not game.scored:
         return 0.0, "adjudicated draw at the ply cap"
     pos = _final_position(game, opening, moves)
     score = pos.go_score()
-    black_is_a = (color_to_move(game, pos.states[len(opening.moves)], len(opening.moves)) == "b") == a_first
+    black_is_a = (game.side_to_move(pos.states[len(opening.moves)], len(opening.moves)) == "b") == a_first
     return (1.0 if score > 0 else -1.0) * (1.0 if black_is_a else -1.0), "area score at the ply cap"
 
 
@@ -369,7 +370,7 @@ def save_games(out_dir: Path, game: Game, a: ArenaAgent, b: ArenaAgent, games: l
         a_starts = g.a_first == (len(o.moves) % 2 == 0)
         first, second = (a.name, b.name) if a_starts else (b.name, a.name)
         first_score = g.outcome_a if a_starts else -g.outcome_a
-        if game.name.startswith("go_"):
+        if game.scored:
             why = "resign" if g.reason == "resign" else ("forfeit" if g.reason.startswith("forfeit") else "")
             result = result_string(game.name, first_score, go_black_minus_komi=None if why else g.go_score,
                                    reason=why)
@@ -378,7 +379,7 @@ def save_games(out_dir: Path, game: Game, a: ArenaAgent, b: ArenaAgent, games: l
         stem = out_dir / "games" / f"{pairing:02d}_{_safe(a.name)}_vs_{_safe(b.name)}_{k:04d}"
         note = f"opening: {o.line}" if o.line else ""
         paths.append(write_record(stem, game.name, g.moves, first=first, second=second, result=result,
-                                  komi=o.komi if game.name.startswith("go_") else None, start_fen=o.fen,
+                                  komi=o.komi if game.has_komi else None, start_fen=o.fen,
                                   event="azjax arena", round_=str(k + 1),
                                   termination="; ".join(x for x in (g.reason, note) if x)))
     return paths

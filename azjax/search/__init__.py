@@ -178,29 +178,16 @@ def run_search(
     Gumbel: the improved policy), `search_tree`.
     """
     root, recurrent_fn, invalid = search_inputs(game, evaluate, params, states)
+    # The two kinds differ only in their own knobs; search-contempt (n_scl) applies to both.
+    common = dict(params=params, rng_key=key, root=root, recurrent_fn=recurrent_fn,
+                  num_simulations=spec.num_simulations, invalid_actions=invalid, n_scl=spec.n_scl)
     if spec.kind == "gumbel":
         return contempt_gumbel_muzero_policy(
-            params=params,
-            rng_key=key,
-            root=root,
-            recurrent_fn=recurrent_fn,
-            num_simulations=spec.num_simulations,
-            invalid_actions=invalid,
-            max_num_considered_actions=spec.max_num_considered_actions,
-            gumbel_scale=spec.gumbel_scale,
-            n_scl=spec.n_scl,
+            **common, max_num_considered_actions=spec.max_num_considered_actions, gumbel_scale=spec.gumbel_scale
         )
     return contempt_muzero_policy(
-        params=params,
-        rng_key=key,
-        root=root,
-        recurrent_fn=recurrent_fn,
-        num_simulations=spec.num_simulations,
-        invalid_actions=invalid,
-        pb_c_init=spec.pb_c_init,
-        dirichlet_alpha=spec.dirichlet_alpha,
+        **common, pb_c_init=spec.pb_c_init, dirichlet_alpha=spec.dirichlet_alpha,
         dirichlet_fraction=spec.dirichlet_fraction,
-        n_scl=spec.n_scl,
     )
 
 

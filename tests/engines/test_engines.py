@@ -59,18 +59,19 @@ def test_engine_statistics_position_and_undo(models):
     lines = format_table(r)
     assert len(lines) == 8 and "N:" in lines[0] and "(V:  -.----)" in lines[-2] and lines[-1].startswith("node")
     # position: play, undo, set_position leaves the position unchanged on error
-    e.play("4")
+    pos = e.position
+    pos.play("4")
     move, _ = e.genmove()
-    assert e.moves == ["4", move] and e.to_move() == "b"
-    e.undo()
-    assert e.moves == ["4"] and e.to_move() == "w"
+    assert pos.moves == ["4", move] and pos.to_move() == "b"
+    pos.undo()
+    assert pos.moves == ["4"] and pos.to_move() == "w"
     with pytest.raises(ValueError, match="not a Connect Four column"):
-        e.set_position(["1", "2", "8"])
-    assert e.moves == ["4"]
+        pos.set_position(["1", "2", "8"])
+    assert pos.moves == ["4"]
     for _ in range(6):
-        e.play("1")
+        pos.play("1")
     with pytest.raises(ValueError, match="illegal"):
-        e.play("1")
+        pos.play("1")
 
 
 def test_visits_for_time():
@@ -146,7 +147,7 @@ def test_gtp_go_commands(models):
     # ... then two passes end the game: no more moves, and the final score
     assert r[-3] == "? the game is over" and r[-2].startswith("= B+") and r[-1] == "="
     # PUCT statistics: U follows mctx's PUCT constant; the most-visited move is the one played
-    e.reset()
+    e.position.reset()
     r = e.search()
     n_par = sum(s.n for s in r.stats)
     assert n_par == VISITS and len(r.stats) == 82

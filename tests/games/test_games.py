@@ -48,6 +48,37 @@ def test_make_game_every_id(name: str) -> None:
     assert int(state.move_number) == 0
 
 
+def test_what_each_game_knows() -> None:
+    """The knowledge host code asks of a game (komi, scores, FEN, colour names, GTP case) instead of its type."""
+    c4, go7, ch = make_game("connect_four"), make_game("go_7x7"), make_game("chess")
+    assert [(g.has_komi, g.scored, g.has_fen, g.notation_reads_position) for g in (c4, go7, ch)] == [
+        (False, False, False, False), (True, True, False, False), (False, False, True, True)]
+    assert go7.check_komi(5) == 5.0
+    for komi in (float("nan"), 99.0):
+        with pytest.raises(ValueError, match="unreasonable komi"):
+            go7.check_komi(komi)
+    for game in (c4, ch):
+        with pytest.raises(ValueError, match=f"komi applies to Go only, not {game.name}"):
+            game.check_komi(7.5)
+        with pytest.raises(ValueError, match=f"scoring applies to Go only, not {game.name}"):
+            game.black_margin(game.start_position())
+    for game in (c4, go7):
+        with pytest.raises(ValueError, match=f"FEN positions apply to chess only, not {game.name}"):
+            game.start_position(fen=STANDARD_FEN)
+        with pytest.raises(ValueError, match=f"FEN applies to chess only, not {game.name}"):
+            game.fen(game.start_position())
+    assert float(go7.start_position(komi=3.5).komi) == 3.5
+    assert float(go7.black_margin(go7.start_position(komi=3.5))) == -3.5  # the empty board: komi only
+    black_to_move = ch.start_position(fen=STANDARD_FEN.replace(" w ", " b "))
+    assert ch.fen(black_to_move) == STANDARD_FEN.replace(" w ", " b ")
+    # colour names: GTP's "b"/"w" from the game's own side to move, not the number of moves
+    assert ch.side_to_move(ch.start_position(), 1) == "w" and ch.side_to_move(black_to_move, 0) == "b"
+    assert go7.side_to_move(go7.start_position(), 1) == "b"
+    assert c4.side_to_move(c4.start_position(), 0) == "b" and c4.side_to_move(c4.start_position(), 1) == "w"
+    assert go7.move_to_gtp("pass") == "PASS" and go7.move_from_gtp("D4") == "d4"
+    assert ch.move_to_gtp("e7e8q") == "e7e8q" and c4.move_from_gtp("4") == "4"
+
+
 def test_make_game_errors() -> None:
     with pytest.raises(ValueError, match="'go_19x19'"):
         make_game("go_19x19")

@@ -258,11 +258,11 @@ def test_odds_match_search_opponent(tmp_path):
 @pytest.mark.skipif(not os.path.exists(STOCKFISH), reason=f"Stockfish not installed at {STOCKFISH}")
 def test_odds_match_stockfish(tmp_path):
     odds = _script("odds_match")
-    with odds.UciEngine(STOCKFISH, {"Skill Level": 0}) as engine:
-        move = engine.best_move(START, 5)
+    with odds.UCIClient([STOCKFISH], options={"Skill Level": 0}) as engine:
+        move = odds.engine_move(engine, START, 5)
         assert move is not None and len(move) in (4, 5)
-        assert engine.best_move("7k/5Q2/6K1/8/8/8/8/8 b - - 0 1", 5) is None  # stalemate: no move
-    assert engine.proc.poll() is not None  # closed
+        assert odds.engine_move(engine, "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1", 5) is None  # stalemate: no move
+    assert engine.process.proc.poll() is not None  # closed
     out = tmp_path / "odds_sf.json"
     argv = ["--start", "queen_odds", "--budgets", "4", "--methods", "contempt", "--n_scl", "2", "--games", "2",
             "--opponent", "stockfish",
