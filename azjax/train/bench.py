@@ -11,12 +11,17 @@ For each game, at one network and one (batch, simulations) setting:
 
 The three are timed in interleaved rounds and the median of each is kept.
 
+With `--scaling V1,V2,...` it also times one batched PUCT search per visit count V from the same roots,
+azjax's search loop (`azjax.search.core.search`) against `mctx.search`, which builds the same tree
+(`search_scaling` rows): mctx's backup costs O(V) per simulation, so its search is O(V^2).
+
     python -m azjax.train.bench --game connect_four --game go_9x9 --out results/bench_selfplay.json
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import platform
@@ -33,7 +38,8 @@ import jax.numpy as jnp
 import mctx
 
 from azjax.config import Config, preset
-from azjax.search import make_recurrent_fn, mask_logits
+from azjax.search import make_recurrent_fn, mask_logits, search_inputs
+from azjax.search.core import search
 from azjax.train.loop import Trainer
 
 
@@ -166,6 +172,48 @@ def bench_contempt(game: str, config: Config, n_scl: int, rounds: int = 3) -> li
     return rows
 
 
+def bench_search_scaling(game: str, config: Config, visits: list[int], num_envs: int,
+                         rounds: int = 3) -> list[dict[str, Any]]:
+    """Seconds of one batched PUCT search of `num_envs` roots per visit count: azjax's loop against
+    `mctx.search` (same selection, same tree), interleaved rounds, medians."""
+    trainer = Trainer(config.replace(num_envs=num_envs, sgd_steps_per_step=0, eval_every=0), devices=jax.devices()[:1])
+    state = trainer.init(0)
+    params, roots = state.params, state.actors.state
+    selection = functools.partial(mctx.muzero_action_selection, pb_c_init=config.pb_c_init)
+
+    def searcher(loop: Callable[..., mctx.Tree], num_simulations: int) -> Callable[[], jax.Array]:
+        @jax.jit
+        def run(params: Any, key: jax.Array) -> jax.Array:
+            root, recurrent_fn, invalid = search_inputs(trainer.game, trainer.evaluate, params, roots)
+            tree = loop(params, key, root=root, recurrent_fn=recurrent_fn,
+                        root_action_selection_fn=functools.partial(selection, depth=0),
+                        interior_action_selection_fn=selection, num_simulations=num_simulations,
+                        invalid_actions=invalid)
+            return tree.summary().visit_counts
+
+        return functools.partial(run, params, jax.random.key(num_simulations))
+
+    rows = []
+    for v in visits:
+        runs = {"azjax": searcher(search, v), "mctx": searcher(mctx.search, v)}
+        first = {name: _time(f) for name, f in runs.items()}
+        times: dict[str, list[float]] = {name: [] for name in runs}
+        for _ in range(rounds):
+            for name, f in runs.items():
+                times[name].append(_time(f))
+        t = {name: statistics.median(x) for name, x in times.items()}
+        rows.append({"game": game, "num_envs": num_envs, "visits": v, "search": "puct",
+                     "azjax_search_s": round(t["azjax"], 4), "mctx_search_s": round(t["mctx"], 4),
+                     "azjax_us_per_simulation_per_game": round(1e6 * t["azjax"] / (v * num_envs), 2),
+                     "mctx_us_per_simulation_per_game": round(1e6 * t["mctx"] / (v * num_envs), 2),
+                     "speedup_vs_mctx": round(t["mctx"] / t["azjax"], 2), "rounds": rounds,
+                     "seconds_per_round": {k: [round(x, 4) for x in v] for k, v in times.items()},
+                     "first_call_seconds": {k: round(x, 2) for k, x in first.items()}})
+        print(json.dumps({k: rows[-1][k] for k in ("game", "visits", "azjax_search_s", "mctx_search_s",
+                                                   "speedup_vs_mctx")}), flush=True)
+    return rows
+
+
 def machine() -> dict[str, Any]:
     return {
         "platform": platform.platform(),
@@ -186,13 +234,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="tiny settings (a smoke test, not a measurement)")
     p.add_argument("--n_scl", type=int, default=5, help="search-contempt rows at this n_scl (0: none)")
+    p.add_argument("--scaling", default="", help="comma-separated visit counts: search_scaling rows (first game)")
+    p.add_argument("--scaling_envs", type=int, default=100, help="roots per search in the scaling rows")
+    p.add_argument("--skip_loop", action="store_true", help="only the search_scaling rows")
     p.add_argument("--out", default="results/bench_selfplay.json")
     argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
     games = args.game or ["connect_four", "go_9x9"]
     rows: list[dict[str, Any]] = []
     contempt_rows: list[dict[str, Any]] = []
-    for g in games:
+    for g in [] if args.skip_loop else games:
         overrides: dict[str, Any] = {}
         if args.quick:
             overrides.update(num_envs=8, num_simulations=4, moves_per_step=2, replay_size=64, min_replay_size=8,
@@ -210,11 +261,17 @@ def main(argv: list[str] | None = None) -> int:
             for c in bench_contempt(g, config, args.n_scl, rounds=1 if args.quick else args.rounds):
                 print(json.dumps({k: c[k] for k in ("game", "n_scl", "sims_per_s")}), flush=True)
                 contempt_rows.append(c)
-    result = {"results": rows, "contempt": contempt_rows, "machine": machine(),
+    scaling_rows: list[dict[str, Any]] = []
+    if args.scaling:
+        visits = [int(v) for v in args.scaling.split(",")]
+        scaling_rows = bench_search_scaling(games[0], preset(games[0], "quick"), visits, args.scaling_envs,
+                                            rounds=1 if args.quick else args.rounds)
+    result = {"results": rows, "contempt": contempt_rows, "search_scaling": scaling_rows, "machine": machine(),
               "command": shlex.join(["azjax", "bench", *argv]), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     # The headline keys at the top level, for the first game (Connect Four by default).
-    result.update({k: rows[0][k] for k in ("sims_per_s", "net_only_evals_per_s", "plain_loop_sims_per_s",
-                                           "ratio_vs_net_only", "ratio_vs_plain_loop")})
+    headline = ("sims_per_s", "net_only_evals_per_s", "plain_loop_sims_per_s", "ratio_vs_net_only",
+                "ratio_vs_plain_loop")
+    result.update({k: rows[0][k] for k in headline} if rows else {})
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=2) + "\n")
