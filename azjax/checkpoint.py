@@ -274,18 +274,24 @@ def write_json(file: str | os.PathLike, obj: Any) -> None:
     _atomic_write(Path(file), (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
 
 
+def read_json(file: str | os.PathLike, what_next: str = "") -> dict[str, Any]:
+    """The JSON object in `file`; a `CheckpointError` naming the file (and `what_next`, e.g. "; not
+    overwriting it") if it is not valid JSON or not an object."""
+    file = Path(file)
+    try:
+        data = json.loads(file.read_text())
+    except ValueError as e:
+        raise CheckpointError(f"{file} is not valid JSON ({e}){what_next}") from e
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{file} does not hold a JSON object{what_next}")
+    return data
+
+
 def update_json(file: str | os.PathLike, updates: dict[str, Any]) -> dict[str, Any]:
     """Merges `updates` into the JSON object in `file` by top-level key (other keys are kept: several
     scripts write sections of one results file) and writes it atomically; returns the merged object."""
     file = Path(file)
-    data: dict[str, Any] = {}
-    if file.exists():
-        try:
-            data = json.loads(file.read_text())
-        except ValueError as e:
-            raise CheckpointError(f"{file} is not valid JSON ({e}); not overwriting it") from e
-        if not isinstance(data, dict):
-            raise CheckpointError(f"{file} does not hold a JSON object; not overwriting it")
+    data = read_json(file, "; not overwriting it") if file.exists() else {}
     data.update(updates)
     write_json(file, data)
     return data

@@ -249,14 +249,8 @@ def cmd_play(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from azjax.train.bench import main as bench_main
 
-    argv = []
-    for g in args.game:
-        argv += ["--game", g]
-    if args.out:
-        argv += ["--out", args.out]
-    if args.quick:
-        argv += ["--quick"]
-    return bench_main(argv)
+    flags = args.argv[args.argv.index("bench") + 1:]
+    return bench_main([a for a in flags if a != "--no-compile-cache"])
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -351,10 +345,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(func=cmd_play)
 
-    p = sub.add_parser("bench", help="self-play speed against the network-only ceiling and a plain loop")
-    p.add_argument("--game", action="append", default=None, help="repeatable; default connect_four and go_9x9")
-    p.add_argument("--out", default=None)
-    p.add_argument("--quick", action="store_true", help="tiny settings (smoke test)")
+    # The bench parses its own flags (`python -m azjax.train.bench --help`): the CLI hands them on unread.
+    p = sub.add_parser("bench", add_help=False,
+                       help="self-play speed against the network-only ceiling and a plain loop")
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("export", help="copy a run's config and parameters into a model directory")
@@ -392,9 +385,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    if getattr(args, "game", None) is None and args.command == "bench":
-        args.game = ["connect_four", "go_9x9"]
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args, unread = parser.parse_known_args(argv)
+    if unread and args.command != "bench":
+        parser.error(f"unrecognized arguments: {' '.join(unread)}")
+    args.argv = argv
     enable_compilation_cache(enabled=not args.no_compile_cache, announce=True)
     try:
         return int(args.func(args) or 0)

@@ -225,10 +225,9 @@ def machine() -> dict[str, Any]:
     }
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="azjax bench", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--game", action="append", default=None)
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """The bench's flags (also `azjax bench`'s)."""
+    p.add_argument("--game", action="append", default=None, help="repeatable; default connect_four and go_9x9")
     p.add_argument("--num_envs", type=int, default=None)
     p.add_argument("--num_simulations", type=int, default=None)
     p.add_argument("--rounds", type=int, default=3)
@@ -238,6 +237,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--scaling_envs", type=int, default=100, help="roots per search in the scaling rows")
     p.add_argument("--skip_loop", action="store_true", help="only the search_scaling rows")
     p.add_argument("--out", default="results/bench_selfplay.json")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="azjax bench", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(p)
     argv = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(argv)
     games = args.game or ["connect_four", "go_9x9"]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import itertools
 import math
 import os
@@ -197,6 +198,7 @@ class Sweep:
 
     # ----- memory -----
 
+    @functools.cached_property
     def memory_estimate(self) -> dict[str, int]:
         """Bytes per device before compiling: the loop state of the runs a device holds (the replay
         dominates) and the search tree of one self-play move (mctx keeps every node's game state)."""
@@ -217,7 +219,7 @@ class Sweep:
         limit = limit if limit is not None else device_memory(self.mesh.devices.flat[0])
         if limit is None:
             return
-        est = self.memory_estimate()
+        est = self.memory_estimate
         if est["bytes_per_device"] > 0.9 * limit:
             gib = 2.0**30
             raise SweepMemoryError(
@@ -333,7 +335,7 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
     if resume:
         if not sweep_file.exists():
             raise ckpt.CheckpointError(f"cannot resume {sweep_dir}: it holds no {SWEEP_FILE}")
-        record = _read_json(sweep_file)
+        record = ckpt.read_json(sweep_file)
         runs = [(r["point"], ckpt.load_config(sweep_dir / r["dir"])) for r in record["runs"]]
         grid = record["grid"]
     else:
@@ -365,7 +367,7 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
         ride = ", ".join(sweep.hyper) or "seed only"
         print(f"program {p + 1}/{len(programs)}: runs {', '.join(f'run_{k}' for k in indices)} "
               f"({ride} on the run axis; {r_dev} device(s) along runs x {d_dev} along games; "
-              f"~{sweep.memory_estimate()['bytes_per_device'] / 2**20:.0f} MiB per device)", flush=True)
+              f"~{sweep.memory_estimate['bytes_per_device'] / 2**20:.0f} MiB per device)", flush=True)
         dirs = [sweep_dir / f"run_{k}" for k in indices]
         checkpointers = [ckpt.StateCheckpointer(d) for d in dirs]
         columns = metric_columns(sweep.trainer)
@@ -448,15 +450,6 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
         plot_sweep(sweep_dir, record)
         print(f"sweep table and curves: {sweep_file}, {sweep_dir / 'sweep.png'}", flush=True)
     return {"sweep_dir": str(sweep_dir), "finished": finished, "record": record}
-
-
-def _read_json(file: Path) -> dict[str, Any]:
-    import json
-
-    try:
-        return json.loads(file.read_text())
-    except ValueError as e:
-        raise ckpt.CheckpointError(f"{file} is not valid JSON ({e})") from e
 
 
 # ---------------------------------------------------------------- the combined table and curves

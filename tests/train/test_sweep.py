@@ -199,7 +199,7 @@ def test_a_sweep_that_will_not_fit_is_refused_before_compiling_naming_what_to_sh
     configs = [preset("connect_four", **tiny_overrides, seed=s) for s in (0, 1)]
     with pytest.raises(SweepMemoryError, match="replay_size"):
         Sweep(configs, memory_limit=100_000)
-    assert Sweep(configs).memory_estimate()["runs_per_device"] == 2
+    assert Sweep(configs).memory_estimate["runs_per_device"] == 2
 
 
 def test_resuming_a_stopped_sweep_gives_the_same_metrics(tmp_path, tiny_overrides):
