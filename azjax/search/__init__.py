@@ -124,7 +124,11 @@ def game_recurrent_fn(game: Game, leaf: LeafFn, with_context: bool = False) -> m
         output = mctx.RecurrentFnOutput(
             reward=jnp.where(was_terminal, 0.0, reward),
             discount=jnp.where(done, 0.0, -1.0),
-            prior_logits=prior_logits,
+            # mctx expands below a finished game too (every such node is worth 0). Uniform priors there
+            # spread those visits over the children instead of one ever-deeper chain (the masked priors of
+            # a finished position can put all their mass on one move): the values and the visit counts of
+            # the real positions are the same, and the tree stays as deep as the game.
+            prior_logits=jnp.where(done[:, None], 0.0, prior_logits),
             value=jnp.where(done, 0.0, value),
         )
         return output, ((states, context) if with_context else states)

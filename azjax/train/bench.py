@@ -9,7 +9,9 @@ For each game, at one network and one (batch, simulations) setting:
   plain_loop_sims_per_s  a self-play loop written the way the mctx README does it: recurrent_fn +
                          `gumbel_muzero_policy`, games advanced by one jitted call per move
 
-The three are timed in interleaved rounds and the median of each is kept.
+The three are timed in interleaved rounds and the median of each is kept. With `--breakdown` each phase
+of a loop step is also timed alone (`bench_breakdown`: search = network + game steps + tree bookkeeping,
+move, replay write, SGD), so the next bottleneck is named by a measurement.
 
 With `--scaling V1,V2,...` it also times one batched PUCT search per visit count V from the same roots,
 azjax's search loop (`azjax.search.core.search`) against `mctx.search`, which builds the same tree
@@ -36,9 +38,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import mctx
+from jax.sharding import PartitionSpec as P
 
+from azjax import replay as rb
 from azjax.config import Config, preset
-from azjax.search import make_recurrent_fn, mask_logits, search_inputs
+from azjax.search import choose_move, make_recurrent_fn, mask_logits, search_inputs
 from azjax.search.core import search
 from azjax.train.loop import Trainer
 
@@ -172,6 +176,133 @@ def bench_contempt(game: str, config: Config, n_scl: int, rounds: int = 3) -> li
     return rows
 
 
+def bench_breakdown(game: str, config: Config, rounds: int = 3) -> dict[str, Any]:
+    """Seconds per loop step by phase, each phase jitted alone and run as often as one loop step runs it.
+
+    search        `moves_per_step` searches of every game in flight (the search policy seam), of which
+      network       the forward passes alone (sims + 1 per search, at the same batch),
+      game_steps    the game steps the search plays (one per simulation, at the same batch),
+      tree          the rest: mctx's selection, expansion and backup, the tree's bookkeeping;
+    move          `moves_per_step` x (move choice from a search output + game step + restarts),
+    replay_write  `moves_per_step` x (replay write + outcome filling of the games that end),
+    sgd           `sgd_steps_per_step` SGD steps (sampling, augmentation, forward, backward, Adam),
+    and the whole loop step for comparison (its phases fuse, so it need not equal their sum).
+    """
+    config = config.replace(eval_every=0)
+    trainer = Trainer(config, devices=jax.devices()[:1])
+    state = trainer.init(0)
+    state, _ = trainer.step(state)  # compile the loop step; its input is donated
+    jax.block_until_ready(state)
+    params = jax.tree.map(jnp.copy, state.params)
+    games = jax.tree.map(jnp.copy, state.actors.state)
+    replay = jax.tree.map(jnp.copy, state.replay)
+    opt_state = jax.tree.map(jnp.copy, state.opt_state)
+    moves, sims = config.moves_per_step, config.num_simulations
+    g = trainer.game
+    keys = jax.random.split(jax.random.key(2), moves)
+
+    def scan(body: Callable[[Any, jax.Array], Any], init: Any, xs: jax.Array) -> Any:
+        return jax.lax.scan(lambda c, x: (body(c, x), None), init, xs)[0]
+
+    @jax.jit
+    def searches(params: Any, games: Any) -> Any:
+        return scan(lambda acc, k: acc + trainer.search.search(params, k, games)[0].policy_target.sum(), 0.0, keys)
+
+    searched = jax.jit(lambda p, s: trainer.search.search(p, keys[0], s)[0])(params, games)
+
+    @jax.jit
+    def network(params: Any, obs: jax.Array) -> jax.Array:  # each call's input depends on the last output
+        def body(x: jax.Array, _: None) -> tuple[jax.Array, None]:
+            logits, value = trainer.net.apply(params, x)
+            return x + 0.0 * (value.sum() + logits.sum()), None
+        return jax.lax.scan(body, obs, None, length=moves * (sims + 1))[0]
+
+    def random_legal(k: jax.Array, states: Any) -> jax.Array:
+        return jax.random.categorical(k, jnp.where(states.legal_action_mask, 0.0, -jnp.inf)).astype(jnp.int32)
+
+    def restart(k: jax.Array, states: Any) -> Any:
+        fresh = jax.vmap(g.init)(jax.random.split(k, states.terminated.shape[0]))
+        done = states.terminated
+        return jax.tree.map(lambda a, b: jnp.where(done.reshape(-1, *([1] * (a.ndim - 1))), a, b), fresh, states)
+
+    @jax.jit
+    def game_steps(games: Any) -> Any:  # as many steps as the searches play, on games carried from step to step
+        def body(s: Any, k: jax.Array) -> Any:
+            return restart(k, jax.vmap(g.step)(s, random_legal(k, s)))
+        return scan(body, games, jax.random.split(jax.random.key(3), moves * sims))
+
+    @jax.jit
+    def move(games: Any) -> Any:
+        def body(s: Any, k: jax.Array) -> Any:
+            explore = jax.random.bernoulli(k, 0.5, s.terminated.shape)
+            action = choose_move(trainer.spec, k, searched.out, explore)
+            action = jnp.where(jnp.take_along_axis(s.legal_action_mask, action[:, None], 1)[:, 0], action,
+                               random_legal(k, s))
+            return restart(k, jax.vmap(g.step)(s, action))
+        return scan(body, games, keys)
+
+    @jax.jit
+    def replay_write(replay: Any, games: Any) -> Any:
+        def body(r: Any, i: jax.Array) -> Any:
+            ptr = (i * trainer.sizes.num_envs) % trainer.sizes.replay_size
+            extras = {**trainer.value.record(games), **trainer.targets.record(searched, games, searched.out.action),
+                      **trainer.search.record(searched)}
+            r = rb.write(r, ptr, games.observation, searched.policy_target, games.current_player,
+                         jnp.full_like(games.current_player, i), extras)
+            ended = jax.random.bernoulli(jax.random.fold_in(keys[0], i), 0.05, games.terminated.shape)
+            return trainer.targets.game_ended(r, ptr, ended, jnp.full_like(games.current_player, i), games.rewards)
+        return scan(body, replay, jnp.arange(moves))
+
+    sgd_keys = jax.random.split(jax.random.key(4), max(config.sgd_steps_per_step, 1))
+
+    def sgd_local(params: Any, opt_state: Any, replay: Any) -> Any:
+        return jax.lax.scan(functools.partial(trainer._sgd_step, replay=replay), (params, opt_state), sgd_keys)[0]
+
+    sgd = jax.jit(jax.shard_map(sgd_local, mesh=trainer.mesh, in_specs=(P(), P(), P()), out_specs=P(),
+                                check_vma=False))
+
+    def whole_step() -> Any:
+        nonlocal state
+        state, m = trainer.step(state)
+        return m
+
+    obs = games.observation.astype(jnp.float32)
+    phases: dict[str, Callable[[], Any]] = {
+        "search": lambda: searches(params, games),
+        "network": lambda: network(params, obs),
+        "game_steps": lambda: game_steps(games),
+        "move": lambda: move(games),
+        "replay_write": lambda: replay_write(replay, games),
+        "sgd": lambda: sgd(params, opt_state, replay),
+        "loop_step": whole_step,
+    }
+    if config.sgd_steps_per_step == 0:
+        del phases["sgd"]
+    first = {name: _time(f) for name, f in phases.items()}
+    times: dict[str, list[float]] = {name: [] for name in phases}
+    for _ in range(rounds):
+        for name, f in phases.items():
+            times[name].append(_time(f))
+    t = {name: statistics.median(x) for name, x in times.items()}
+    t["tree"] = max(t["search"] - t["network"] - t["game_steps"], 0.0)
+    outside = ("move", "replay_write", "sgd")
+    total = t["search"] + sum(t.get(k, 0.0) for k in outside)
+    return {
+        "game": game,
+        "num_envs": config.num_envs,
+        "num_simulations": sims,
+        "moves_per_step": moves,
+        "sgd_steps_per_step": config.sgd_steps_per_step,
+        "batch_size": config.batch_size,
+        "network": f"{config.num_blocks}x{config.num_channels} ResNet ({config.compute_dtype})",
+        "seconds": {k: round(v, 4) for k, v in t.items()},
+        "share_of_phases": {k: round(t[k] / total, 3) for k in ("search", "network", "game_steps", "tree", *outside)
+                            if k in t},
+        "rounds": rounds,
+        "first_call_seconds": {k: round(v, 2) for k, v in first.items()},
+    }
+
+
 def bench_search_scaling(game: str, config: Config, visits: list[int], num_envs: int,
                          rounds: int = 3) -> list[dict[str, Any]]:
     """Seconds of one batched PUCT search of `num_envs` roots per visit count: azjax's loop against
@@ -233,6 +364,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--quick", action="store_true", help="tiny settings (a smoke test, not a measurement)")
     p.add_argument("--n_scl", type=int, default=5, help="search-contempt rows at this n_scl (0: none)")
+    p.add_argument("--breakdown", action="store_true", help="time each phase of a loop step (per game)")
     p.add_argument("--scaling", default="", help="comma-separated visit counts: search_scaling rows (first game)")
     p.add_argument("--scaling_envs", type=int, default=100, help="roots per search in the scaling rows")
     p.add_argument("--skip_loop", action="store_true", help="only the search_scaling rows")
@@ -248,6 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     games = args.game or ["connect_four", "go_9x9"]
     rows: list[dict[str, Any]] = []
     contempt_rows: list[dict[str, Any]] = []
+    breakdown_rows: list[dict[str, Any]] = []
     for g in [] if args.skip_loop else games:
         overrides: dict[str, Any] = {}
         if args.quick:
@@ -262,6 +395,9 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({k: row[k] for k in ("game", "sims_per_s", "net_only_evals_per_s", "plain_loop_sims_per_s",
                                               "ratio_vs_net_only", "ratio_vs_plain_loop")}), flush=True)
         rows.append(row)
+        if args.breakdown:
+            breakdown_rows.append(bench_breakdown(g, config, rounds=1 if args.quick else args.rounds))
+            print(json.dumps({"game": g, **breakdown_rows[-1]["share_of_phases"]}), flush=True)
         if args.n_scl:
             for c in bench_contempt(g, config, args.n_scl, rounds=1 if args.quick else args.rounds):
                 print(json.dumps({k: c[k] for k in ("game", "n_scl", "sims_per_s")}), flush=True)
@@ -271,7 +407,8 @@ def main(argv: list[str] | None = None) -> int:
         visits = [int(v) for v in args.scaling.split(",")]
         scaling_rows = bench_search_scaling(games[0], preset(games[0], "quick"), visits, args.scaling_envs,
                                             rounds=1 if args.quick else args.rounds)
-    result = {"results": rows, "contempt": contempt_rows, "search_scaling": scaling_rows, "machine": machine(),
+    result = {"results": rows, "contempt": contempt_rows, "breakdown": breakdown_rows,
+              "search_scaling": scaling_rows, "machine": machine(),
               "command": shlex.join(["azjax", "bench", *argv]), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     # The headline keys at the top level, for the first game (Connect Four by default).
     headline = ("sims_per_s", "net_only_evals_per_s", "plain_loop_sims_per_s", "ratio_vs_net_only",

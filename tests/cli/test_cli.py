@@ -91,10 +91,19 @@ def test_bad_input_gets_a_clear_error(argv, message, capsys, tmp_path, monkeypat
     assert message in capsys.readouterr().err
 
 
-def test_bench_quick_writes_json(tmp_path):
+def test_bench_quick_writes_json_with_a_phase_breakdown_and_search_scaling(tmp_path):
     out = tmp_path / "bench.json"
-    assert main(["bench", "--game", "connect_four", "--quick", "--out", str(out)]) == 0
+    assert main(["bench", "--game", "connect_four", "--quick", "--n_scl", "0", "--breakdown", "--scaling", "4,8",
+                 "--scaling_envs", "2", "--out", str(out)]) == 0
     data = json.loads(Path(out).read_text())
     for key in ("sims_per_s", "net_only_evals_per_s", "plain_loop_sims_per_s", "ratio_vs_net_only",
                 "ratio_vs_plain_loop"):
         assert data[key] > 0
+    (breakdown,) = data["breakdown"]
+    for phase in ("search", "network", "game_steps", "move", "replay_write", "sgd", "loop_step"):
+        assert breakdown["seconds"][phase] > 0
+    assert sum(breakdown["share_of_phases"][k] for k in ("search", "move", "replay_write", "sgd")) == pytest.approx(
+        1.0, abs=0.01)
+    assert [row["visits"] for row in data["search_scaling"]] == [4, 8]
+    assert all(row["azjax_search_s"] > 0 and row["mctx_search_s"] > 0 for row in data["search_scaling"])
+    assert data["command"].startswith("azjax bench --game connect_four --quick")

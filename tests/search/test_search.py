@@ -27,6 +27,7 @@ from azjax.search import (
     root_visit_counts,
     run_search,
 )
+from azjax.search.contempt import contempt_gumbel_muzero_policy, contempt_muzero_policy
 
 PUCT = SearchSpec(kind="puct", num_simulations=64, dirichlet_fraction=0.0)
 # Gumbel's sequential halving gives each of 7 moves only ~3 visits in its first phase; a blunder is only
@@ -112,6 +113,47 @@ def test_recurrent_fn_signs_and_terminals(c4: Game, roots: GameState) -> None:
     # The winner's reward as pgx reports it, for the record: mover +1, the other -1.
     mover = int(states.current_player[0])
     assert float(after.rewards[0, mover]) == 1.0 and float(after.rewards[0, 1 - mover]) == -1.0
+
+
+@pytest.mark.parametrize("kind", ["puct", "gumbel"])
+def test_a_finished_game_inside_the_tree_grows_no_chain_and_changes_no_real_statistic(c4: Game, roots: GameState,
+                                                                                     kind: str) -> None:
+    """mctx expands below finished games; there the priors are uniform. The evaluator here always prefers
+    column 4, which wins from WIN: with the evaluator's own priors below the win, PUCT descends one chain
+    deeper on every visit. The real positions' statistics must not depend on which it is."""
+    params = params_for(c4, value=0.0, logits={WIN_COL: 8.0})
+    win = jax.tree.map(lambda x: x[:1], roots)
+    uniform_below_the_end = make_recurrent_fn(c4, constant_evaluator)
+
+    def evaluators_priors_below_the_end(params: Any, key: jax.Array, action: jax.Array, states: GameState):
+        out, states = uniform_below_the_end(params, key, action, states)
+        logits, _ = constant_evaluator(params, states)
+        return out.replace(prior_logits=mask_logits(logits, states.legal_action_mask)), states
+
+    def tree(recurrent_fn: mctx.RecurrentFn) -> mctx.Tree:
+        root = root_fn(c4, constant_evaluator, params, win)
+        policy = contempt_muzero_policy if kind == "puct" else contempt_gumbel_muzero_policy
+        kw = dict(dirichlet_fraction=0.0) if kind == "puct" else {}
+        return policy(params, jax.random.PRNGKey(0), root, recurrent_fn, 64, ~win.legal_action_mask, n_scl=None,
+                      **kw).search_tree
+
+    ours, chain = tree(uniform_below_the_end), tree(evaluators_priors_below_the_end)
+    real = np.asarray(~ours.embeddings.terminated[0])  # the nodes that are real positions (same in both trees)
+    for field in ("children_visits", "children_values", "node_values", "node_visits"):
+        np.testing.assert_array_equal(np.asarray(getattr(ours, field))[0][real],
+                                      np.asarray(getattr(chain, field))[0][np.asarray(~chain.embeddings.terminated[0])])
+    assert int(ours.summary().visit_counts[0, WIN_COL]) > 1  # the finished game is in the tree, visited again
+
+    def finished_depth(t: mctx.Tree) -> int:  # the most finished positions in a row on a path from the root
+        parents, finished = np.asarray(t.parents[0]), np.asarray(t.embeddings.terminated[0])
+        run = np.zeros(len(parents), int)
+        for n in range(1, len(parents)):
+            run[n] = run[parents[n]] + 1 if parents[n] >= 0 and finished[n] else 0
+        return int(run.max())
+
+    if kind == "puct":
+        assert finished_depth(chain) > 16  # the evaluator's priors below the win: one ever-deeper chain
+    assert finished_depth(ours) <= 4  # uniform priors: 64 visits below the win spread 7 ways, about 3 levels
 
 
 def test_root_fn_and_mask_logits(c4: Game, roots: GameState) -> None:
