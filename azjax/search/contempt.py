@@ -320,6 +320,26 @@ def _masked_argmax(to_argmax: jax.Array, invalid_actions: jax.Array | None) -> j
 # ---------------------------------------------------------------- policies
 
 
+def _search(params: Any, rng_key: chex.PRNGKey, root: mctx.RootFnOutput, recurrent_fn: mctx.RecurrentFn,
+            root_select: Any, interior_select: mctx.InteriorActionSelectionFn, num_simulations: int,
+            invalid_actions: jax.Array | None, max_depth: int | None, loop_fn: mctx.LoopFn, n_scl: NScl | None,
+            root_gumbel: jax.Array | None = None) -> mctx.Tree:
+    """The search of both policies: the plain one (`n_scl` None; mctx's Gumbel extra data where there is a
+    `root_gumbel`), or with the interior selection, the tree's extra data and the loop wrapped for contempt."""
+    if n_scl is None:
+        extra_data = None if root_gumbel is None else mctx.GumbelMuZeroExtraData(root_gumbel=root_gumbel)
+    else:
+        batch_size, num_actions = root.prior_logits.shape
+        interior_select = contempt_selection_fn(interior_select)
+        extra_data = init_contempt_data(batch_size, num_simulations, num_actions, n_scl, root_gumbel=root_gumbel)
+        loop_fn = contempt_loop_fn(loop_fn)
+    return search(params=params, rng_key=rng_key, root=root, recurrent_fn=recurrent_fn,
+                  root_action_selection_fn=root_select, interior_action_selection_fn=interior_select,
+                  num_simulations=num_simulations, max_depth=max_depth, invalid_actions=invalid_actions,
+                  extra_data=extra_data, loop_fn=loop_fn)
+
+
+
 def contempt_muzero_policy(
     params: Any,
     rng_key: chex.PRNGKey,
@@ -362,26 +382,8 @@ def contempt_muzero_policy(
     normal_fn = functools.partial(
         mctx.muzero_action_selection, pb_c_base=pb_c_base, pb_c_init=pb_c_init, qtransform=qtransform
     )
-    if n_scl is None:
-        interior_fn, extra_data = normal_fn, None
-    else:
-        batch_size, num_actions = root.prior_logits.shape
-        interior_fn = contempt_selection_fn(normal_fn)
-        extra_data = init_contempt_data(batch_size, num_simulations, num_actions, n_scl)
-        loop_fn = contempt_loop_fn(loop_fn)
-    search_tree = search(
-        params=params,
-        rng_key=search_rng_key,
-        root=root,
-        recurrent_fn=recurrent_fn,
-        root_action_selection_fn=functools.partial(normal_fn, depth=0),
-        interior_action_selection_fn=interior_fn,
-        num_simulations=num_simulations,
-        max_depth=max_depth,
-        invalid_actions=invalid_actions,
-        extra_data=extra_data,
-        loop_fn=loop_fn,
-    )
+    search_tree = _search(params, search_rng_key, root, recurrent_fn, functools.partial(normal_fn, depth=0),
+                          normal_fn, num_simulations, invalid_actions, max_depth, loop_fn, n_scl)
 
     summary = search_tree.summary()
     action_weights = summary.visit_probs
@@ -418,32 +420,11 @@ def contempt_gumbel_muzero_policy(
     rng_key, gumbel_rng = jax.random.split(rng_key)
     gumbel = gumbel_scale * jax.random.gumbel(gumbel_rng, shape=root.prior_logits.shape, dtype=root.prior_logits.dtype)
 
-    interior_fn = functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform)
-    if n_scl is None:
-        extra_data = mctx.GumbelMuZeroExtraData(root_gumbel=gumbel)
-    else:
-        batch_size, num_actions = root.prior_logits.shape
-        interior_fn = contempt_selection_fn(interior_fn)
-        extra_data = init_contempt_data(batch_size, num_simulations, num_actions, n_scl, root_gumbel=gumbel)
-        loop_fn = contempt_loop_fn(loop_fn)
-    search_tree = search(
-        params=params,
-        rng_key=rng_key,
-        root=root,
-        recurrent_fn=recurrent_fn,
-        root_action_selection_fn=functools.partial(
-            mctx.gumbel_muzero_root_action_selection,
-            num_simulations=num_simulations,
-            max_num_considered_actions=max_num_considered_actions,
-            qtransform=qtransform,
-        ),
-        interior_action_selection_fn=interior_fn,
-        num_simulations=num_simulations,
-        max_depth=max_depth,
-        invalid_actions=invalid_actions,
-        extra_data=extra_data,
-        loop_fn=loop_fn,
-    )
+    root_select = functools.partial(mctx.gumbel_muzero_root_action_selection, num_simulations=num_simulations,
+                                    max_num_considered_actions=max_num_considered_actions, qtransform=qtransform)
+    interior_select = functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform)
+    search_tree = _search(params, rng_key, root, recurrent_fn, root_select, interior_select, num_simulations,
+                          invalid_actions, max_depth, loop_fn, n_scl, root_gumbel=gumbel)
     summary = search_tree.summary()
 
     considered_visit = jnp.max(summary.visit_counts, axis=-1, keepdims=True)
