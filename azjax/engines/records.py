@@ -5,9 +5,11 @@ Connect Four columns 1-7).
     data = go_sgf(["D4", "E5", "pass", "pass"], size=9, komi=7.5, black="a", white="b", result="W+7.5")
     text = chess_pgn(["e2e4", "e7e5"], white="a", black="b", result="*")
     text = connect_four_record(["4", "4", "3"], first="a", second="b", result="*")
-    path = write_record(dir / "game_0001", "go_9x9", moves, first="a", second="b", result="B+2.5", komi=7.5)
+    path = write_record(dir / "game_0001", make_game("go_9x9"), moves, first="a", second="b", result="B+2.5",
+                        komi=7.5)
 
-Results are written in each format's convention: SGF `B+3.5`, `W+R` (resignation), `B+F`
+The game says which format it is written in (`Game.record_format`). Results are written in each format's
+convention: SGF `B+3.5`, `W+R` (resignation), `B+F`
 (forfeit: an illegal move), `0` (draw), `Void` (unfinished); PGN and the Connect Four record
 `1-0`, `0-1`, `1/2-1/2`, `*` (unfinished).
 """
@@ -19,7 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from azjax.games import GO_COLUMNS, STANDARD_FEN
+from azjax.games import GO_COLUMNS, STANDARD_FEN, Game
 
 # ---------------------------------------------------------------- Go: SGF
 
@@ -171,14 +173,14 @@ def format_go_score(black_minus_komi: float) -> str:
     return f"B+{black_minus_komi:g}" if black_minus_komi > 0 else f"W+{-black_minus_komi:g}"
 
 
-def result_string(game_name: str, first_score: float | None, *, go_black_minus_komi: float | None = None,
+def result_string(game: Game, first_score: float | None, *, go_black_minus_komi: float | None = None,
                   reason: str = "") -> str:
     """The record's result tag from the first mover's score (+1, 0, -1; None = unfinished).
 
-    Go: `B+margin` / `W+margin` from `go_black_minus_komi` when the game was scored, `B+R`/`W+R`
+    SGF (Go): `B+margin` / `W+margin` from `go_black_minus_komi` when the game was scored, `B+R`/`W+R`
     for resignations (`reason="resign"`), `B+F`/`W+F` for forfeits (`reason="forfeit"`), `0`, `Void`.
     """
-    if game_name.startswith("go_"):
+    if game.record_format == "sgf":
         if first_score is None:
             return "Void"
         if reason in ("resign", "forfeit"):
@@ -192,19 +194,15 @@ def result_string(game_name: str, first_score: float | None, *, go_black_minus_k
     return "1/2-1/2" if first_score == 0 else ("1-0" if first_score > 0 else "0-1")
 
 
-RECORD_SUFFIX = {"go_7x7": ".sgf", "go_9x9": ".sgf", "chess": ".pgn", "connect_four": ".txt"}
-
-
-def game_record(game_name: str, moves: Sequence[str], *, first: str, second: str, result: str,
+def game_record(game: Game, moves: Sequence[str], *, first: str, second: str, result: str,
                 komi: float | None = None, start_fen: str | None = None, event: str = "azjax",
                 round_: str = "-", termination: str = "") -> tuple[str | bytes, str]:
     """(record, file suffix) in the game's format; `first` / `second` name the players in move order."""
-    if game_name.startswith("go_"):
-        size = int(game_name[3])
-        data = go_sgf(moves, size=size, komi=float(komi or 0.0), black=first, white=second, result=result,
+    if game.record_format == "sgf":
+        data = go_sgf(moves, size=game.size, komi=float(komi or 0.0), black=first, white=second, result=result,
                       event=event, comment=termination)
         return data, ".sgf"
-    if game_name == "chess":
+    if game.record_format == "pgn":
         fen = start_fen or STANDARD_FEN
         import chess
 
@@ -212,14 +210,14 @@ def game_record(game_name: str, moves: Sequence[str], *, first: str, second: str
         white, black = (first, second) if white_first else (second, first)
         return chess_pgn(moves, start_fen=fen, white=white, black=black, result=result, event=event,
                          round_=round_, termination=termination), ".pgn"
-    if game_name == "connect_four":
+    if game.record_format == "text":
         return connect_four_record(moves, first=first, second=second, result=result, comment=termination), ".txt"
-    raise ValueError(f"no record format for {game_name!r}")
+    raise ValueError(f"no writer for {game.name!r}'s record format {game.record_format!r}")
 
 
-def write_record(stem: str | Path, game_name: str, moves: Sequence[str], **kwargs: Any) -> Path:
+def write_record(stem: str | Path, game: Game, moves: Sequence[str], **kwargs: Any) -> Path:
     """Writes `game_record(...)` to `stem` + the format's suffix; returns the path."""
-    data, suffix = game_record(game_name, moves, **kwargs)
+    data, suffix = game_record(game, moves, **kwargs)
     path = Path(str(stem) + suffix)
     path.parent.mkdir(parents=True, exist_ok=True)
     if isinstance(data, bytes):

@@ -109,6 +109,7 @@ class Game:
     scored: ClassVar[bool] = False  # Go: a game ends with a board score (`black_margin`), not just a winner
     has_fen: ClassVar[bool] = False  # chess: positions are set up and written as FEN
     notation_reads_position: ClassVar[bool] = False  # chess: `action_to_str` needs the position, not the action only
+    record_format: ClassVar[str] = "text"  # how a played game is written (`azjax.engines.records`): text, sgf, pgn
 
     @property
     def is_go(self) -> bool:
@@ -208,6 +209,7 @@ class Go(Game):
     size: int = 9
     has_komi: ClassVar[bool] = True
     scored: ClassVar[bool] = True
+    record_format: ClassVar[str] = "sgf"
 
     @property
     def is_go(self) -> bool:
@@ -341,6 +343,7 @@ class Chess(Game):
     start_fen: str = STANDARD_FEN
     has_fen: ClassVar[bool] = True
     notation_reads_position: ClassVar[bool] = True  # the mover's side and pawn promotions
+    record_format: ClassVar[str] = "pgn"
 
     @property
     def is_chess(self) -> bool:

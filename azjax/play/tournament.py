@@ -372,13 +372,13 @@ def save_games(out_dir: Path, game: Game, a: ArenaAgent, b: ArenaAgent, games: l
         first_score = g.outcome_a if a_starts else -g.outcome_a
         if game.scored:
             why = "resign" if g.reason == "resign" else ("forfeit" if g.reason.startswith("forfeit") else "")
-            result = result_string(game.name, first_score, go_black_minus_komi=None if why else g.go_score,
+            result = result_string(game, first_score, go_black_minus_komi=None if why else g.go_score,
                                    reason=why)
         else:
-            result = result_string(game.name, first_score)
+            result = result_string(game, first_score)
         stem = out_dir / "games" / f"{pairing:02d}_{_safe(a.name)}_vs_{_safe(b.name)}_{k:04d}"
         note = f"opening: {o.line}" if o.line else ""
-        paths.append(write_record(stem, game.name, g.moves, first=first, second=second, result=result,
+        paths.append(write_record(stem, game, g.moves, first=first, second=second, result=result,
                                   komi=o.komi if game.has_komi else None, start_fen=o.fen,
                                   event="azjax arena", round_=str(k + 1),
                                   termination="; ".join(x for x in (g.reason, note) if x)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import types
 
 import chess
 import chess.pgn
@@ -22,6 +23,9 @@ from azjax.engines.records import (
     vertex_to_point,
     write_record,
 )
+from azjax.games import make_game
+
+GAMES = {name: make_game(name) for name in ("connect_four", "go_7x7", "go_9x9", "chess")}
 
 
 def test_go_sgf_round_trip_in_sgfmill():
@@ -59,7 +63,7 @@ def test_chess_pgn_round_trip_and_legality():
         chess_pgn(["e2e5"])
     # a FEN start (Black to move): SetUp/FEN headers, and the first mover is Black
     fen = "rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1"
-    text, suffix = game_record("chess", ["e7e5"], first="A", second="B", result="0-1", start_fen=fen)
+    text, suffix = game_record(GAMES["chess"], ["e7e5"], first="A", second="B", result="0-1", start_fen=fen)
     assert suffix == ".pgn"
     back = read_chess_pgn(text)
     assert back["fen"] == fen and back["black"] == "A" and back["white"] == "B" and back["moves"] == ["e7e5"]
@@ -75,22 +79,23 @@ def test_connect_four_record():
 
 
 def test_result_strings():
-    assert result_string("go_9x9", 1.0, go_black_minus_komi=3.5) == "B+3.5"
-    assert result_string("go_9x9", -1.0, go_black_minus_komi=-0.5) == "W+0.5"
-    assert result_string("go_9x9", -1.0, reason="resign") == "W+R"
-    assert result_string("go_7x7", 1.0, reason="forfeit") == "B+F"
-    assert result_string("go_9x9", None) == "Void"
-    assert result_string("chess", 1.0) == "1-0" and result_string("chess", -1.0) == "0-1"
-    assert result_string("chess", 0.0) == "1/2-1/2" and result_string("connect_four", None) == "*"
+    assert result_string(GAMES["go_9x9"], 1.0, go_black_minus_komi=3.5) == "B+3.5"
+    assert result_string(GAMES["go_9x9"], -1.0, go_black_minus_komi=-0.5) == "W+0.5"
+    assert result_string(GAMES["go_9x9"], -1.0, reason="resign") == "W+R"
+    assert result_string(GAMES["go_7x7"], 1.0, reason="forfeit") == "B+F"
+    assert result_string(GAMES["go_9x9"], None) == "Void"
+    assert result_string(GAMES["chess"], 1.0) == "1-0" and result_string(GAMES["chess"], -1.0) == "0-1"
+    assert result_string(GAMES["chess"], 0.0) == "1/2-1/2" and result_string(GAMES["connect_four"], None) == "*"
 
 
 def test_write_record_suffixes(tmp_path):
-    p = write_record(tmp_path / "g" / "go", "go_7x7", ["D4", "pass", "pass"], first="a", second="b",
+    p = write_record(tmp_path / "g" / "go", GAMES["go_7x7"], ["D4", "pass", "pass"], first="a", second="b",
                      result="B+9.5", komi=9.5)
     assert p.suffix == ".sgf" and sgf.Sgf_game.from_bytes(p.read_bytes()).get_size() == 7
-    p = write_record(tmp_path / "c", "chess", ["e2e4"], first="a", second="b", result="*")
+    p = write_record(tmp_path / "c", GAMES["chess"], ["e2e4"], first="a", second="b", result="*")
     assert p.suffix == ".pgn" and chess.pgn.read_game(open(p)) is not None
-    p = write_record(tmp_path / "c4", "connect_four", ["1"], first="a", second="b", result="*")
+    p = write_record(tmp_path / "c4", GAMES["connect_four"], ["1"], first="a", second="b", result="*")
     assert p.suffix == ".txt" and read_connect_four_record(p.read_text())["moves"] == ["1"]
-    with pytest.raises(ValueError):
-        game_record("othello", [], first="a", second="b", result="*")
+    othello = types.SimpleNamespace(name="othello", record_format="ggf")
+    with pytest.raises(ValueError, match="no writer for 'othello'"):
+        game_record(othello, [], first="a", second="b", result="*")

@@ -49,10 +49,12 @@ def test_make_game_every_id(name: str) -> None:
 
 
 def test_what_each_game_knows() -> None:
-    """The knowledge host code asks of a game (komi, scores, FEN, colour names, GTP case) instead of its type."""
+    """The knowledge host code asks of a game (komi, scores, FEN, colour names, GTP case, record format) instead of
+    its type."""
     c4, go7, ch = make_game("connect_four"), make_game("go_7x7"), make_game("chess")
     assert [(g.has_komi, g.scored, g.has_fen, g.notation_reads_position) for g in (c4, go7, ch)] == [
         (False, False, False, False), (True, True, False, False), (False, False, True, True)]
+    assert [g.record_format for g in (c4, go7, ch)] == ["text", "sgf", "pgn"]
     assert go7.check_komi(5) == 5.0
     for komi in (float("nan"), 99.0):
         with pytest.raises(ValueError, match="unreasonable komi"):
