@@ -271,3 +271,13 @@ def test_unique_states_count_each_position_once_by_its_depth():
     assert seen.total == 3 and seen.by_depth() == [1, 2]  # the empty board, and two one-stone boards
     seen.add_written(replay, 2, 3, 4)  # the ring wraps: entries 0..3 again, nothing new
     assert seen.total == 3
+
+
+def test_sgd_scan_bench_times_each_form_and_records_its_command(tmp_path):
+    out = tmp_path / "sgd_scan.json"
+    assert _script("bench_sgd_scan").main(["--repeats", "2", "--rounds", "1", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["command"].startswith("python scripts/bench_sgd_scan.py --repeats 2")
+    for name in ("forward", "gradient"):
+        assert set(data[name]["seconds"]) == {"separate_calls", "rolled_scan", "unrolled_scan"}
+        assert all(s > 0 for s in data[name]["seconds"].values()) and data[name]["rolled_over_separate"] > 0

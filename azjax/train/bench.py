@@ -38,9 +38,11 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import mctx
+import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from azjax import replay as rb
+from azjax.build import load_model
 from azjax.config import Config, preset
 from azjax.search import choose_move, make_recurrent_fn, mask_logits, search_inputs
 from azjax.search.core import search
@@ -304,24 +306,35 @@ def bench_breakdown(game: str, config: Config, rounds: int = 3) -> dict[str, Any
     }
 
 
-def bench_search_scaling(game: str, config: Config, visits: list[int], num_envs: int,
-                         rounds: int = 3) -> list[dict[str, Any]]:
+def tree_depths(parents: Any) -> Any:
+    """int [B]: the depth of each tree (its deepest node) from mctx's parent pointers [B, N] (host side)."""
+    parents = np.asarray(parents)
+    depth = np.zeros(parents.shape, np.int64)
+    rows = np.arange(parents.shape[0])
+    for node in range(1, parents.shape[1]):  # a node's parent always has a smaller index
+        depth[:, node] = np.where(parents[:, node] >= 0, depth[rows, np.maximum(parents[:, node], 0)] + 1, 0)
+    return depth.max(axis=1)
+
+
+def bench_search_scaling(game: str, config: Config, visits: list[int], num_envs: int, rounds: int = 3,
+                         params: Any = None) -> list[dict[str, Any]]:
     """Seconds of one batched PUCT search of `num_envs` roots per visit count: azjax's loop against
-    `mctx.search` (same selection, same tree), interleaved rounds, medians."""
+    `mctx.search` (same selection, same tree), interleaved rounds, medians. `params`: a trained network's
+    (default: an untrained one); the roots are new games."""
     trainer = Trainer(config.replace(num_envs=num_envs, sgd_steps_per_step=0, eval_every=0), devices=jax.devices()[:1])
     state = trainer.init(0)
-    params, roots = state.params, state.actors.state
+    params, roots = (state.params if params is None else params), state.actors.state
     selection = functools.partial(mctx.muzero_action_selection, pb_c_init=config.pb_c_init)
 
-    def searcher(loop: Callable[..., mctx.Tree], num_simulations: int) -> Callable[[], jax.Array]:
+    def searcher(loop: Callable[..., mctx.Tree], num_simulations: int) -> Callable[[], tuple[jax.Array, jax.Array]]:
         @jax.jit
-        def run(params: Any, key: jax.Array) -> jax.Array:
+        def run(params: Any, key: jax.Array) -> tuple[jax.Array, jax.Array]:
             root, recurrent_fn, invalid = search_inputs(trainer.game, trainer.evaluate, params, roots)
             tree = loop(params, key, root=root, recurrent_fn=recurrent_fn,
                         root_action_selection_fn=functools.partial(selection, depth=0),
                         interior_action_selection_fn=selection, num_simulations=num_simulations,
                         invalid_actions=invalid)
-            return tree.summary().visit_counts
+            return tree.summary().visit_counts, tree.parents
 
         return functools.partial(run, params, jax.random.key(num_simulations))
 
@@ -334,15 +347,18 @@ def bench_search_scaling(game: str, config: Config, visits: list[int], num_envs:
             for name, f in runs.items():
                 times[name].append(_time(f))
         t = {name: statistics.median(x) for name, x in times.items()}
+        depths = tree_depths(runs["azjax"]()[1])
         rows.append({"game": game, "num_envs": num_envs, "visits": v, "search": "puct",
                      "azjax_search_s": round(t["azjax"], 4), "mctx_search_s": round(t["mctx"], 4),
                      "azjax_us_per_simulation_per_game": round(1e6 * t["azjax"] / (v * num_envs), 2),
                      "mctx_us_per_simulation_per_game": round(1e6 * t["mctx"] / (v * num_envs), 2),
-                     "speedup_vs_mctx": round(t["mctx"] / t["azjax"], 2), "rounds": rounds,
-                     "seconds_per_round": {k: [round(x, 4) for x in v] for k, v in times.items()},
+                     "speedup_vs_mctx": round(t["mctx"] / t["azjax"], 2),
+                     "tree_depth_mean": round(float(depths.mean()), 2), "tree_depth_max": int(depths.max()),
+                     "rounds": rounds,
+                     "seconds_per_round": {k: [round(x, 4) for x in xs] for k, xs in times.items()},
                      "first_call_seconds": {k: round(x, 2) for k, x in first.items()}})
         print(json.dumps({k: rows[-1][k] for k in ("game", "visits", "azjax_search_s", "mctx_search_s",
-                                                   "speedup_vs_mctx")}), flush=True)
+                                                   "speedup_vs_mctx", "tree_depth_max")}), flush=True)
     return rows
 
 
@@ -368,6 +384,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--breakdown", action="store_true", help="time each phase of a loop step (per game)")
     p.add_argument("--scaling", default="", help="comma-separated visit counts: search_scaling rows (first game)")
     p.add_argument("--scaling_envs", type=int, default=100, help="roots per search in the scaling rows")
+    p.add_argument("--scaling_model", default=None, help="a trained model (run dir or export) for the scaling rows")
     p.add_argument("--skip_loop", action="store_true", help="only the search_scaling rows")
     p.add_argument("--out", default="results/bench_selfplay.json")
 
@@ -406,8 +423,13 @@ def main(argv: list[str] | None = None) -> int:
     scaling_rows: list[dict[str, Any]] = []
     if args.scaling:
         visits = [int(v) for v in args.scaling.split(",")]
-        scaling_rows = bench_search_scaling(games[0], preset(games[0], "quick"), visits, args.scaling_envs,
-                                            rounds=1 if args.quick else args.rounds)
+        scaling_config, scaling_params = preset(games[0], "quick"), None
+        if args.scaling_model:
+            scaling_config, scaling_params = load_model(args.scaling_model)
+            if scaling_config.game != games[0]:
+                raise ValueError(f"--scaling_model {args.scaling_model} plays {scaling_config.game}, not {games[0]}")
+        scaling_rows = bench_search_scaling(games[0], scaling_config, visits, args.scaling_envs,
+                                            rounds=1 if args.quick else args.rounds, params=scaling_params)
     result = {"results": rows, "contempt": contempt_rows, "breakdown": breakdown_rows,
               "search_scaling": scaling_rows, "machine": machine(),
               "command": shlex.join(["azjax", "bench", *argv]), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
