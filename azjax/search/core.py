@@ -6,7 +6,7 @@ carries the whole tree: under vmap every iteration of that loop selects, per gam
 and the old tree, so each step up the path touches all B x (num_simulations + 1) x A entries and a search
 costs O(num_simulations^2). Here the backup is one `while_loop` over the batch that carries only the
 [B] path indices and values and writes each step with a [B]-sized scatter; it runs until every game's
-path has reached its root (games whose path is shorter write their root's entries back unchanged). A
+path has reached its root (games whose path is shorter write nowhere: their writes are dropped). A
 search then costs O(num_simulations x depth), which is what lets a CPU search thousands of visits.
 
 Selection, expansion and the tree's layout are mctx's own (`mctx._src.search`, pinned by the
