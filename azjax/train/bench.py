@@ -55,6 +55,17 @@ def _time(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t
 
 
+def _interleaved(runs: dict[str, Callable[[], Any]], rounds: int) -> tuple[dict, dict, dict]:
+    """Times each run once (its first call, compile included), then in `rounds` interleaved rounds:
+    (first-call seconds, seconds per round, median seconds), each by name."""
+    first = {name: _time(f) for name, f in runs.items()}
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, f in runs.items():
+            times[name].append(_time(f))
+    return first, times, {name: statistics.median(x) for name, x in times.items()}
+
+
 def plain_loop(trainer: Trainer) -> Callable[[Any, Any, jax.Array], tuple[Any, jax.Array]]:
     """The mctx README's self-play: one jitted call per move (search, then step every game)."""
     game, net, cfg = trainer.game, trainer.net, trainer.config
@@ -119,14 +130,8 @@ def bench_game(game: str, config: Config, rounds: int = 3) -> dict[str, Any]:
             games, out = move(params, games, sub)
         return out
 
-    compile_s = {name: _time(fn) for name, fn in
-                 (("step", run_step), ("net", lambda: forward_many(params, obs)), ("plain", run_plain))}
-    times: dict[str, list[float]] = {"step": [], "net": [], "plain": []}
-    for _ in range(rounds):
-        times["step"].append(_time(run_step))
-        times["net"].append(_time(lambda: forward_many(params, obs)))
-        times["plain"].append(_time(run_plain))
-    t = {k: statistics.median(v) for k, v in times.items()}
+    compile_s, times, t = _interleaved(
+        {"step": run_step, "net": lambda: forward_many(params, obs), "plain": run_plain}, rounds)
     sims_per_s = b * sims * moves / t["step"]
     net_evals = b * moves * (sims + 1) / t["net"]
     plain = b * sims * moves / t["plain"]
@@ -281,12 +286,7 @@ def bench_breakdown(game: str, config: Config, rounds: int = 3) -> dict[str, Any
     }
     if config.sgd_steps_per_step == 0:
         del phases["sgd"]
-    first = {name: _time(f) for name, f in phases.items()}
-    times: dict[str, list[float]] = {name: [] for name in phases}
-    for _ in range(rounds):
-        for name, f in phases.items():
-            times[name].append(_time(f))
-    t = {name: statistics.median(x) for name, x in times.items()}
+    first, times, t = _interleaved(phases, rounds)
     t["tree"] = max(t["search"] - t["network"] - t["game_steps"], 0.0)
     outside = ("move", "replay_write", "sgd")
     total = t["search"] + sum(t.get(k, 0.0) for k in outside)
@@ -341,12 +341,7 @@ def bench_search_scaling(game: str, config: Config, visits: list[int], num_envs:
     rows = []
     for v in visits:
         runs = {"azjax": searcher(search, v), "mctx": searcher(mctx.search, v)}
-        first = {name: _time(f) for name, f in runs.items()}
-        times: dict[str, list[float]] = {name: [] for name in runs}
-        for _ in range(rounds):
-            for name, f in runs.items():
-                times[name].append(_time(f))
-        t = {name: statistics.median(x) for name, x in times.items()}
+        first, times, t = _interleaved(runs, rounds)
         depths = tree_depths(runs["azjax"]()[1])
         rows.append({"game": game, "num_envs": num_envs, "visits": v, "search": "puct",
                      "azjax_search_s": round(t["azjax"], 4), "mctx_search_s": round(t["mctx"], 4),
