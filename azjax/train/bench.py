@@ -66,6 +66,13 @@ def _interleaved(runs: dict[str, Callable[[], Any]], rounds: int) -> tuple[dict,
     return first, times, {name: statistics.median(x) for name, x in times.items()}
 
 
+def restart_finished(game: Any, key: jax.Array, states: Any) -> Any:
+    """states [B] with every finished game replaced by a new one."""
+    fresh = jax.vmap(game.init)(jax.random.split(key, states.terminated.shape[0]))
+    done = states.terminated
+    return jax.tree.map(lambda a, b: jnp.where(done.reshape(-1, *([1] * (a.ndim - 1))), a, b), fresh, states)
+
+
 def plain_loop(trainer: Trainer) -> Callable[[Any, Any, jax.Array], tuple[Any, jax.Array]]:
     """The mctx README's self-play: one jitted call per move (search, then step every game)."""
     game, net, cfg = trainer.game, trainer.net, trainer.config
@@ -81,9 +88,7 @@ def plain_loop(trainer: Trainer) -> Callable[[Any, Any, jax.Array], tuple[Any, j
                                         invalid_actions=~states.legal_action_mask,
                                         max_num_considered_actions=cfg.max_num_considered_actions)
         states = jax.vmap(game.step)(states, out.action)
-        fresh = jax.vmap(game.init)(jax.random.split(k2, states.terminated.shape[0]))
-        done = states.terminated
-        states = jax.tree.map(lambda a, b: jnp.where(done.reshape(-1, *([1] * (a.ndim - 1))), a, b), fresh, states)
+        states = restart_finished(game, k2, states)
         return states, out.action_weights
 
     return move
@@ -227,15 +232,10 @@ def bench_breakdown(game: str, config: Config, rounds: int = 3) -> dict[str, Any
     def random_legal(k: jax.Array, states: Any) -> jax.Array:
         return jax.random.categorical(k, jnp.where(states.legal_action_mask, 0.0, -jnp.inf)).astype(jnp.int32)
 
-    def restart(k: jax.Array, states: Any) -> Any:
-        fresh = jax.vmap(g.init)(jax.random.split(k, states.terminated.shape[0]))
-        done = states.terminated
-        return jax.tree.map(lambda a, b: jnp.where(done.reshape(-1, *([1] * (a.ndim - 1))), a, b), fresh, states)
-
     @jax.jit
     def game_steps(games: Any) -> Any:  # as many steps as the searches play, on games carried from step to step
         def body(s: Any, k: jax.Array) -> Any:
-            return restart(k, jax.vmap(g.step)(s, random_legal(k, s)))
+            return restart_finished(g, k, jax.vmap(g.step)(s, random_legal(k, s)))
         return scan(body, games, jax.random.split(jax.random.key(3), moves * sims))
 
     @jax.jit
@@ -245,7 +245,7 @@ def bench_breakdown(game: str, config: Config, rounds: int = 3) -> dict[str, Any
             action = choose_move(trainer.spec, k, searched.out, explore)
             action = jnp.where(jnp.take_along_axis(s.legal_action_mask, action[:, None], 1)[:, 0], action,
                                random_legal(k, s))
-            return restart(k, jax.vmap(g.step)(s, action))
+            return restart_finished(g, k, jax.vmap(g.step)(s, action))
         return scan(body, games, keys)
 
     @jax.jit
