@@ -89,6 +89,9 @@ class Config:
     eval_games: int = 64
     eval_simulations: int = 64  # the network agent's search budget in periodic evaluation
     eval_opponent_simulations: int = 200  # rollout MCTS
+    # Go-Exploit's value losses on visited and on search states (azjax.play.value_probe), measured at each
+    # evaluation step from this many self-play games and written to metrics.csv; 0 = not measured.
+    value_probe_games: int = 0
 
     def __post_init__(self) -> None:
         hints = get_type_hints(type(self))
@@ -110,12 +113,14 @@ class Config:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         nonneg = ["sgd_steps_per_step", "min_replay_size", "temperature_moves", "lr_warmup_steps",
                   "eval_every", "weight_decay", "learning_rate", "dirichlet_fraction", "gumbel_scale",
-                  "pb_c_init", "value_loss_weight"]
+                  "pb_c_init", "value_loss_weight", "value_probe_games"]
         for name in nonneg:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         if not 0 <= self.dirichlet_fraction <= 1:
             raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
+        if self.value_probe_games % 2:
+            raise ValueError(f"value_probe_games must be even (both colours move first), got {self.value_probe_games}")
         if not 0.0 <= self.value_target_q_weight <= 1.0:
             raise ValueError(f"value_target_q_weight must be in [0, 1], got {self.value_target_q_weight}")
         if self.value_target_q_weight > 0 and self.value_head == "sai":

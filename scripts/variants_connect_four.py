@@ -10,7 +10,8 @@ against rollout MCTS (`--mcts_sims`).
 The JSON (`--out`) holds every curve (error rate against self-play positions), its area under the curve
 (the mean error rate over the schedule, trapezoids), the mean over seeds with a 95% t-interval, each
 variant's difference from AlphaZero with its interval (seeds paired: seed s of both runs draws the same
-initial network), the distinct positions self-play searched by depth (Go-Exploit's measure, exact), the final
+initial network), the distinct positions self-play searched by depth and the value losses on visited and on search
+states (Go-Exploit's measures: `azjax.train.measures`, `azjax.play.value_probe`), the final
 scores against MCTS, wall times and the command. The PNG (`--plot`) draws the
 curves.
 
@@ -54,6 +55,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=200, help="positions per set")
     p.add_argument("--mcts_games", type=int, default=20, help="games against rollout MCTS at the end (0 = none)")
     p.add_argument("--mcts_sims", type=int, default=200)
+    p.add_argument("--probe_games", type=int, default=32,
+                   help="games of the value-loss probe (visited and search states) at each evaluation point (0 = none)")
     p.add_argument("--override", nargs="*", default=[], metavar="FIELD=VALUE",
                    help="config overrides for every variant (e.g. num_envs=128)")
     p.add_argument("--out", default="results/variants_connect_four.json")
@@ -69,36 +72,6 @@ def area_under_curve(xs: list[float], ys: list[float]) -> float:
     return area / (xs[-1] - xs[0])
 
 
-class UniqueStates:
-    """Exact count of the distinct non-terminal positions self-play searched, by depth (stones on the board):
-    one of Go-Exploit's measures. Connect Four's observation (own and opponent stones) identifies a position."""
-
-    def __init__(self) -> None:
-        self.seen: set[bytes] = set()
-        self.depth: dict[int, int] = {}
-
-    def add_written(self, replay: Any, moves_before: int, moves_after: int, num_envs: int) -> None:
-        """Adds the positions the loop wrote to the replay ring during moves [moves_before, moves_after)."""
-        import numpy as np
-
-        size = replay.obs.shape[0]
-        idx = np.concatenate([(m * num_envs) % size + np.arange(num_envs) for m in range(moves_before, moves_after)])
-        obs = np.asarray(replay.obs[idx]).astype(np.uint8)
-        for row in obs:
-            key = np.packbits(row).tobytes()
-            if key not in self.seen:
-                self.seen.add(key)
-                d = int(row.sum())
-                self.depth[d] = self.depth.get(d, 0) + 1
-
-    @property
-    def total(self) -> int:
-        return len(self.seen)
-
-    def by_depth(self) -> list[int]:
-        return [self.depth.get(d, 0) for d in range(max(self.depth, default=-1) + 1)]
-
-
 def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]) -> dict[str, Any]:
     import jax
 
@@ -107,7 +80,9 @@ def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]
     from azjax.play.agents import network_agent, rollout_mcts_agent
     from azjax.play.arena import match
     from azjax.play.benchmarks import grade_agent
+    from azjax.play.value_probe import value_probe
     from azjax.train.loop import Trainer
+    from azjax.train.measures import UniqueStates, count_written
 
     overrides = dict(kv.split("=", 1) for kv in args.override)
     overrides = {k: parse_field(k, v) for k, v in overrides.items()}
@@ -124,15 +99,20 @@ def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]
         moves_before = int(state.moves)
         state, m = trainer.step(state)
         games += int(m["games"])
-        seen.add_written(state.replay, moves_before, int(state.moves), config.num_envs)
+        count_written(seen, state.replay.obs, moves_before, int(state.moves), config.num_envs, config.replay_size, 1)
         if step in eval_steps:
             agent = network_agent(config, game, state.params, args.sims)
             key = jax.random.key(1000 + step)  # common random numbers across variants and seeds
             grades = {s.name: grade_agent(game, agent, s, key).to_dict() for s in sets.values()}
             errors = sum(g["errors"] for g in grades.values()) / sum(g["positions"] for g in grades.values())
+            losses = {}
+            if args.probe_games:
+                probe = value_probe(config.replace(eval_simulations=args.sims), game, args.probe_games)
+                losses = {k: round(float(v), 4) for k, v in jax.device_get(probe(state.params, key)).items()
+                          if k.startswith("value_loss")}
             curve.append(dict(step=step, self_play_positions=step * positions_per_step, error_rate=errors,
                               sets={k: round(g["error_rate"], 4) for k, g in grades.items()},
-                              unique_states=seen.total, unique_states_by_depth=seen.by_depth(),
+                              unique_states=seen.total, unique_states_by_depth=seen.by_depth(), **losses,
                               minutes=round((time.time() - t0) / 60, 2)))
             print(f"  {name} seed {seed} step {step}: error rate {100 * errors:.1f}% "
                   f"({', '.join(f'{k} {100 * v:.1f}%' for k, v in curve[-1]['sets'].items())})", flush=True)

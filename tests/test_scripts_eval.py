@@ -257,22 +257,6 @@ def test_variants_summary_pairs_seeds_and_reports_the_area_under_each_curve(tmp_
     assert (tmp_path / "v.png").stat().st_size > 0
 
 
-def test_unique_states_count_each_position_once_by_its_depth():
-    variants = _script("variants_connect_four")
-    import jax.numpy as jnp
-
-    from azjax import replay as rb
-
-    replay = rb.init_replay(8, (6, 7, 2), jnp.bool_, 7)
-    obs = jnp.zeros((8, 6, 7, 2), bool).at[1, 5, 3, 0].set(True).at[2, 5, 3, 0].set(True).at[3, 5, 2, 1].set(True)
-    replay = replay.replace(obs=obs)
-    seen = variants.UniqueStates()
-    seen.add_written(replay, 0, 2, 4)  # moves 0 and 1 of 4 slots: entries 0..7
-    assert seen.total == 3 and seen.by_depth() == [1, 2]  # the empty board, and two one-stone boards
-    seen.add_written(replay, 2, 3, 4)  # the ring wraps: entries 0..3 again, nothing new
-    assert seen.total == 3
-
-
 def test_sgd_scan_bench_times_each_form_and_records_its_command(tmp_path):
     out = tmp_path / "sgd_scan.json"
     assert _script("bench_sgd_scan").main(["--repeats", "2", "--rounds", "1", "--out", str(out)]) == 0

@@ -110,6 +110,9 @@ class Game:
     has_fen: ClassVar[bool] = False  # chess: positions are set up and written as FEN
     notation_reads_position: ClassVar[bool] = False  # chess: `action_to_str` needs the position, not the action only
     record_format: ClassVar[str] = "text"  # how a played game is written (`azjax.engines.records`): text, sgf, pgn
+    # The observation alone identifies the position, and its stones count the plies played (Connect Four);
+    # Go's and chess's observations carry history planes. Lets a run count distinct positions exactly.
+    observation_is_position: ClassVar[bool] = False
 
     @property
     def is_go(self) -> bool:
@@ -181,6 +184,8 @@ class Game:
 
 @dataclasses.dataclass(frozen=True)
 class ConnectFour(Game):
+    observation_is_position: ClassVar[bool] = True
+
     def render(self, state: GameState) -> str:
         board = np.asarray(state.env._x.board).reshape(6, 7)
         marks = {-1: ".", 0: "X", 1: "O"}

@@ -30,6 +30,7 @@ from azjax.config import Config
 from azjax.play.agents import network_agent, rollout_mcts_agent
 from azjax.play.arena import match
 from azjax.train.loop import LoopState, Trainer
+from azjax.train.measures import RunMeasures, measure_columns
 from azjax.train.plots import plot_run
 
 # Columns of metrics.csv. The first group is what the loop computes (identical across a resume);
@@ -49,8 +50,10 @@ EVAL_COLUMNS = ["step", "time_s", "opponent", "games", "wins", "draws", "losses"
 
 
 def metric_columns(trainer: Trainer) -> list[str]:
-    """The loop's columns of metrics.csv for a trainer's config (without the timing columns)."""
-    return METRIC_COLUMNS + list(trainer.value.columns) + list(trainer.starts.columns) + list(trainer.search.columns)
+    """The loop's columns of metrics.csv for a trainer's config (without the timing columns), then the
+    host-side measures the run takes (`azjax.train.measures`)."""
+    return (METRIC_COLUMNS + list(trainer.value.columns) + list(trainer.starts.columns) + list(trainer.search.columns)
+            + measure_columns(trainer))
 
 
 @dataclass
@@ -67,6 +70,11 @@ class RunLog:
         self.rows = _read_csv(self.run_dir / "metrics.csv")
         self.evals = _read_csv(self.run_dir / "eval.csv")
         self._tb = None
+        header = _read_header(self.run_dir / "metrics.csv")
+        if self.write and header is not None and header != self.columns + TIMING_COLUMNS:
+            # A run written before a column existed: rewrite it under today's header (new columns empty)
+            # rather than append rows that no longer line up with it.
+            _write_csv(self.run_dir / "metrics.csv", self.columns + TIMING_COLUMNS, self.rows)
 
     def truncate(self, step: int) -> None:
         """Forgets rows after `step` (written after the checkpoint a resume starts from). The files as they
@@ -236,6 +244,7 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
             log.truncate(start)
             print(f"resumed from step {start}", flush=True)
 
+    measures = RunMeasures(trainer, config, run_dir, start)
     end = config.num_steps if stop_after is None else min(config.num_steps, start + stop_after)
     elapsed0 = float(log.rows[-1]["time_s"]) if log.rows else 0.0
     positions_per_step = config.num_envs * config.moves_per_step
@@ -262,6 +271,7 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
             step += 1
             dt = time.perf_counter() - t0
             row = step_row(trainer, step, step * config.moves_per_step, metrics)
+            row.update(measures.row(step, state))
             row.update(
                 time_s=elapsed0 + time.perf_counter() - t_run,
                 step_s=dt,
@@ -296,9 +306,9 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
                           f"[{ev['score_low']:.3f}, {ev['score_high']:.3f}] (W{ev['wins']} D{ev['draws']} "
                           f"L{ev['losses']})")
             if step % config.checkpoint_every == 0 or step == end:
-                _checkpoint(run_dir, checkpointer, step, state, log)
+                _checkpoint(run_dir, checkpointer, step, state, log, measures)
         if interrupted and step % config.checkpoint_every != 0 and step != end:
-            _checkpoint(run_dir, checkpointer, step, state, log)
+            _checkpoint(run_dir, checkpointer, step, state, log, measures)
             _say(bar, f"interrupted: checkpoint written at step {step}; continue with --resume {run_dir}")
     finally:
         for s, h in old_handlers.items():
@@ -332,7 +342,9 @@ def numerical_fault(row: dict[str, Any], params: Any) -> str | None:
 
 
 def _checkpoint(run_dir: Path, checkpointer: ckpt.StateCheckpointer, step: int, state: LoopState,
-                log: RunLog) -> None:
+                log: RunLog, measures: RunMeasures | None = None) -> None:
+    if measures is not None:  # first, so a checkpoint never has older measures beside it
+        measures.save(step)
     checkpointer.save(step, state)  # every process writes its shards
     if not hosts.is_primary():  # the other hosts hold the same replicated parameters and metrics
         return
@@ -365,6 +377,13 @@ def _read_csv(file: Path) -> list[dict[str, Any]]:
     if rows and (not text.endswith("\n") or None in rows[-1] or None in rows[-1].values()):
         rows.pop()
     return rows
+
+
+def _read_header(file: Path) -> list[str] | None:
+    if not file.exists():
+        return None
+    with open(file, newline="") as f:
+        return next(csv.reader(f), None)
 
 
 def _write_csv(file: Path, columns: list[str], rows: list[dict[str, Any]]) -> None:

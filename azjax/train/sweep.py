@@ -52,6 +52,7 @@ from azjax.train import (
     step_row,
 )
 from azjax.train.loop import AXIS, LoopState, Trainer
+from azjax.train.measures import RunMeasures
 from azjax.train.plots import save_figure
 
 RUNS = "runs"
@@ -384,6 +385,8 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
                 states = sweep.stack([c.restore(start, template) for c in checkpointers])
             for log in logs:
                 log.truncate(start)
+        measures = [RunMeasures(sweep.trainer, configs[k], d, start) for k, d in zip(indices, dirs, strict=True)]
+        if resume:
             print(f"program {p + 1}: resumed from step {start}" if start else
                   f"program {p + 1}: no checkpoint yet, starting from step 0", flush=True)
         like = sweep.like
@@ -404,6 +407,7 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
                 for i, log in enumerate(logs):
                     row = step_row(sweep.trainer, step, step * like.moves_per_step,
                                    {k: v[i] for k, v in metrics.items()})
+                    row.update(measures[i].row(step, sweep.run_state(states, i)))
                     row.update(time_s=elapsed0 + time.perf_counter() - t_run, step_s=dt,
                                games_per_s=row["games"] / dt, positions_per_s=positions / dt,
                                sims_per_s=positions * like.num_simulations / dt)
@@ -431,7 +435,7 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
                 if step % like.checkpoint_every == 0 or step == end:
                     for i, (d, c, log) in enumerate(zip(dirs, checkpointers, logs, strict=True)):
                         if i not in failed:
-                            _checkpoint(d, c, step, sweep.run_state(states, i), log)
+                            _checkpoint(d, c, step, sweep.run_state(states, i), log, measures[i])
         finally:
             if bar is not None:
                 bar.close()

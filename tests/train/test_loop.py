@@ -22,6 +22,7 @@ from azjax.methods.playout_cap import PlayoutCapSearch
 from azjax.methods.tdleaf import TDLeafTargets
 from azjax.train import METRIC_COLUMNS, load_metrics, train
 from azjax.train.loop import Trainer, loss_fn
+from azjax.train.measures import UNIQUE_STATES_COLUMNS
 
 
 def test_replay_fills_outcomes_of_ended_games_only():
@@ -189,8 +190,11 @@ def test_every_method_at_its_off_values_is_alphazero_bit_for_bit(tiny_overrides)
     np.testing.assert_array_equal(a.replay.value, b.replay.value)
 
 
+DETERMINISTIC = METRIC_COLUMNS + UNIQUE_STATES_COLUMNS  # Connect Four counts its distinct positions
+
+
 def _deterministic(rows):
-    return [{k: r[k] for k in METRIC_COLUMNS} for r in rows]
+    return [{k: r[k] for k in DETERMINISTIC} for r in rows]
 
 
 def test_resume_gives_the_same_metrics(tmp_path, tiny_overrides):
@@ -205,7 +209,7 @@ def test_resume_gives_the_same_metrics(tmp_path, tiny_overrides):
     assert len(full) == len(cut) == 6
     a, b = _deterministic(full), _deterministic(cut)
     for ra, rb_ in zip(a, b, strict=True):
-        for k in METRIC_COLUMNS:
+        for k in DETERMINISTIC:
             x, y = ra[k], rb_[k]
             assert (x == y) or (isinstance(x, float) and np.isnan(x) and np.isnan(y)), (k, x, y)
     assert (tmp_path / "cut" / "curves.png").exists()
