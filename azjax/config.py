@@ -76,6 +76,11 @@ class Config:
     lr_end_fraction: float = 0.1  # cosine decay to this fraction of the peak over the run
     weight_decay: float = 1e-4
     value_loss_weight: float = 1.0
+    # Averaged weights (KataGo's and lc0's SWA, as an exponential moving average): after each loop step
+    # average <- swa_decay * average + (1 - swa_decay) * params. Self-play searches with the trained weights;
+    # the run gives out the average (exported params, evaluation, value probe, SAI's logged read-out).
+    # 0 = off (AlphaZero: the run gives out the trained weights).
+    swa_decay: float = 0.0
     # Value target (1 - w) z + w q, q = the root search value of the position (0 = AlphaZero's z).
     # Averaging z and q helped Connect Four in Oracle's "Lessons from AlphaZero" series (2018).
     value_target_q_weight: float = 0.0
@@ -165,6 +170,8 @@ class Config:
             raise ValueError("forced_playouts_k > 0 needs search='puct' without search-contempt (n_scl=None)")
         if self.dirichlet_alpha <= 0:
             raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
+        if not 0 <= self.swa_decay < 1:
+            raise ValueError(f"swa_decay must be in [0, 1) (0 = no weight average), got {self.swa_decay}")
         if not 0 <= self.lr_end_fraction <= 1:
             raise ValueError(f"lr_end_fraction must be in [0, 1], got {self.lr_end_fraction}")
         if self.min_replay_size > self.replay_size:

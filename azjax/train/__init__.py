@@ -299,7 +299,7 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
                       f"sims/s {row['sims_per_s']:.0f} len {row['mean_game_length']:.1f} {spread} {row[spread]:.3g} "
                       f"head active >= {min(row[c] for c in watch.columns if c.endswith('_active')):.2f}", flush=True)
             if config.eval_every and (step % config.eval_every == 0 or step == config.num_steps):
-                ev = evaluate(config, trainer, state.params, step)
+                ev = evaluate(config, trainer, state.exported_params, step)
                 ev["time_s"] = elapsed0 + time.perf_counter() - t_run
                 log.add_eval(ev)
                 _say(bar, f"step {step}: vs {ev['opponent']} score {ev['score']:.3f} "
@@ -348,7 +348,7 @@ def _checkpoint(run_dir: Path, checkpointer: ckpt.StateCheckpointer, step: int, 
     checkpointer.save(step, state)  # every process writes its shards
     if not hosts.is_primary():  # the other hosts hold the same replicated parameters and metrics
         return
-    ckpt.save_params(run_dir, state.params)
+    ckpt.save_params(run_dir, state.exported_params)
 
     plot_run(run_dir, log.rows, log.evals)
 
@@ -405,7 +405,7 @@ def _append_csv(file: Path, columns: list[str], row: dict[str, Any]) -> None:
 
 
 def params_at_step(run_dir: str | Path, step: int) -> Any:
-    """The network parameters held by the run's orbax checkpoint of loop step `step`."""
+    """The network parameters the run's orbax checkpoint of loop step `step` gives out (`exported_params`)."""
     config = ckpt.load_config(run_dir)
     checkpointer = ckpt.StateCheckpointer(run_dir)
     steps = sorted(checkpointer.manager.all_steps())
@@ -413,7 +413,7 @@ def params_at_step(run_dir: str | Path, step: int) -> Any:
         have = ", ".join(map(str, steps)) or "none"
         raise ckpt.CheckpointError(f"no checkpoint of step {step} in {run_dir} (checkpoints: {have})")
     trainer = Trainer(config)
-    return checkpointer.restore(step, trainer.init(config.seed)).params
+    return checkpointer.restore(step, trainer.init(config.seed)).exported_params
 
 
 def load_metrics(run_dir: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -87,6 +87,12 @@ class LoopState:
     step: jax.Array  # loop steps done
     moves: jax.Array  # self-play moves done by every slot (decides where the replay writes)
     starts: Any = None  # the game-starts seam's pool, per device (e.g. SAI's queue of branch starts), or None
+    params_average: Any = None  # the averaged weights (`swa_decay` > 0), or None
+
+    @property
+    def exported_params(self) -> Any:
+        """The weights the run gives out: the average where the run keeps one, else the trained weights."""
+        return self.params if self.params_average is None else self.params_average
 
 
 def loss_fn(apply_fn: Callable, value: ValueHead, params: Any, obs: jax.Array, policy: jax.Array,
@@ -250,6 +256,7 @@ class Trainer:
             step=P(),
             moves=P(),
             starts=jax.tree.map(lambda _: sharded, abstract.starts),
+            params_average=jax.tree.map(lambda _: P(), abstract.params_average),
         )
 
     # ----- device-local pieces (run inside shard_map) -----
@@ -293,6 +300,7 @@ class Trainer:
             step=jnp.int32(0),
             moves=jnp.int32(0),
             starts=pool,
+            params_average=params if self.config.swa_decay > 0 else None,
         )
 
     def _selfplay_move(self, params: Any, context: Any, carry: tuple[GamesInFlight, rb.Replay, jax.Array, Any],
@@ -381,7 +389,9 @@ class Trainer:
             functools.partial(self._selfplay_move, s.params, context), (s.actors, s.replay, s.moves, s.starts),
             move_keys)
         stats = {k: (v.mean() if k == "root_value" else v.sum()) for k, v in stats.items()}
-        start_stats, start_metrics = self.starts.step_metrics(context, starts)
+        # The logged read-outs (SAI's empty board) are of the weights the run gives out.
+        logged_context = context if s.params_average is None else self.starts.prepare(s.params_average)
+        start_stats, start_metrics = self.starts.step_metrics(logged_context, starts)
         stats.update(start_stats)
 
         # 2. SGD, once the replay holds enough finished positions (on every device).
@@ -413,6 +423,11 @@ class Trainer:
             "replay_positions": num_targets * self.sizes.num_devices,
             **start_metrics,
         }
+        average = s.params_average
+        if average is not None:
+            d = cfg.swa_decay
+            average = jax.tree.map(lambda a, p: d * a + (1 - d) * p, average, params)
         new = LoopState(actors=actors, replay=replay, params=params, opt_state=opt_state,
-                        key=jax.random.key_data(key), step=s.step + 1, moves=moves, starts=starts)
+                        key=jax.random.key_data(key), step=s.step + 1, moves=moves, starts=starts,
+                        params_average=average)
         return new, metrics

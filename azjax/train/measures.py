@@ -150,7 +150,7 @@ class RunMeasures:
             losses = {}
             if step % cfg.eval_every == 0 or step == cfg.num_steps:
                 key = jax.random.fold_in(jax.random.key(cfg.seed + 2), step)
-                losses = jax.device_get(self.probe(state.params, key))
+                losses = jax.device_get(self.probe(state.exported_params, key))
             out.update({k: float(losses.get(k, math.nan)) for k in VALUE_PROBE_COLUMNS})
         return out
 

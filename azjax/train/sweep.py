@@ -427,7 +427,7 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
                     print(f"step {step}/{like.num_steps} ({dt:.2f} s) loss per run: {losses}", flush=True)
                 if like.eval_every and (step % like.eval_every == 0 or step == like.num_steps):
                     for i, (config, log) in enumerate(zip(sweep.configs, logs, strict=True)):
-                        ev = evaluate(config, sweep.trainer, sweep.run_state(states, i).params, step)
+                        ev = evaluate(config, sweep.trainer, sweep.run_state(states, i).exported_params, step)
                         ev["time_s"] = elapsed0 + time.perf_counter() - t_run
                         log.add_eval(ev)
                     scores = " ".join(f"{float(log.evals[-1]['score']):.2f}" for log in logs)

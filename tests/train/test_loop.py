@@ -270,3 +270,38 @@ def test_sharded_step_on_four_cpu_devices():
     proc = subprocess.run([sys.executable, "-c", SHARDED], capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "OK" in proc.stdout
+
+
+def test_the_weight_average_follows_the_trained_weights_and_is_what_the_run_gives_out(tmp_path, tiny_overrides):
+    cfg = preset("connect_four", **{**tiny_overrides, **SWITCHES_OVERRIDES, "swa_decay": 0.75})
+    trainer = Trainer(cfg)
+    state = trainer.init(0)
+    expected = jax.tree.map(np.asarray, state.params)  # the average starts at the initial weights
+    for _ in range(cfg.num_steps):
+        state, _ = trainer.step(state)
+        expected = jax.tree.map(lambda a, p: 0.75 * a + 0.25 * np.asarray(p), expected, state.params)
+    jax.tree.map(lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7), expected, state.params_average)
+    assert state.exported_params is state.params_average
+    assert Trainer(cfg.replace(swa_decay=0.0)).init(0).params_average is None  # off: AlphaZero's state
+
+    train(cfg, tmp_path / "run", progress=False)
+    exported = load_params(tmp_path / "run", state.params)
+    from azjax.train import params_at_step
+
+    at_end = params_at_step(tmp_path / "run", cfg.num_steps)
+    jax.tree.map(np.testing.assert_array_equal, exported, jax.tree.map(np.asarray, at_end))
+    trained = Trainer(cfg).init(0)  # a fresh state: its params are not the exported average
+    assert any(jax.tree.leaves(jax.tree.map(lambda a, b: not np.allclose(a, b), exported, trained.params)))
+
+
+def test_sai_logs_the_empty_board_read_out_of_the_averaged_weights(sai_tiny_overrides):
+    cfg = preset("go_7x7", "sai", **{**sai_tiny_overrides, "swa_decay": 0.5})
+    trainer = Trainer(cfg)
+    state = trainer.init(0)
+    for _ in range(7):  # games end and SGD runs
+        state, _ = trainer.step(state)
+    averaged = trainer.starts.empty_board_sigmoid(state.params_average)
+    trained = trainer.starts.empty_board_sigmoid(state.params)
+    _, m = trainer.step(state)
+    assert float(m["empty_board_black_lead"]) == pytest.approx(float(averaged[0]), rel=1e-5)
+    assert abs(float(averaged[0]) - float(trained[0])) > 1e-4
