@@ -265,3 +265,14 @@ def test_sgd_scan_bench_times_each_form_and_records_its_command(tmp_path):
     for name in ("forward", "gradient"):
         assert set(data[name]["seconds"]) == {"separate_calls", "rolled_scan", "unrolled_scan"}
         assert all(s > 0 for s in data[name]["seconds"].values()) and data[name]["rolled_over_separate"] > 0
+
+
+def test_go_rules_bench_times_both_rule_sets_and_records_its_command(tmp_path):
+    out = tmp_path / "go_rules.json"
+    assert _script("bench_go_rules").main(["--sizes", "7", "--batches", "4", "--plies", "2", "--rounds", "1",
+                                           "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["command"].startswith("python scripts/bench_go_rules.py --sizes 7")
+    (row,) = data["rows"]
+    assert set(row["median_seconds"]) == {"pgx_env", "azjax_env", "game_step_on_pgx", "game_step_on_azjax"}
+    assert row["env_speedup"] > 0 and row["game_step_speedup"] > 0

@@ -30,8 +30,9 @@ import jax.numpy as jnp
 import numpy as np
 import pgx
 import pgx._src.games.go as pgx_go
-import pgx.go
 from flax import struct
+
+from azjax.games.go_rules import go_env
 
 Array = jax.Array
 
@@ -238,13 +239,14 @@ class Go(Game):
     def step(self, state: GameState, action: Array) -> GameState:
         env = self.env.step(state.env, action)
         x = env._x
-        black_lead = board_lead_black(x, self.size)
+        just_ended = env.terminated & ~state.env.terminated
+        # Only a game that just ended is scored: an empty board's fill stops at once, so a batch's stops early.
+        black_lead = board_lead_black(x._replace(board=jnp.where(just_ended, x.board, 0)), self.size)
         black_wins = black_lead - state.komi > 0
         color_rewards = jnp.where(black_wins, jnp.float32([1, -1]), jnp.float32([-1, 1]))
         # Positional superko: pgx lets the move that repeats a position lose (the side now to move wins).
         psk_rewards = jnp.float32([-1, -1]).at[x.color].set(1.0)
         color_rewards = jnp.where(x.is_psk, psk_rewards, color_rewards)
-        just_ended = env.terminated & ~state.env.terminated
         # An illegal move ends the game with pgx's penalty for the mover: keep it, do not rescore the board.
         illegal = ~state.env.legal_action_mask[action]
         rewards = jnp.where(just_ended & ~illegal, color_rewards[env._player_order], env.rewards)
@@ -462,8 +464,7 @@ def make_game(name: str, *, komi: float | None = None, start: str | None = None)
         komi = DEFAULT_KOMI[name] if komi is None else float(komi)
         if (komi * 2) % 2 != 1:
             raise ValueError(f"komi must be a half-integer (e.g. 7.5) so no game is drawn, got {komi}")
-        env = pgx.go.Go(size=size, komi=0.0)
-        return Go(name=name, env=env, max_moves=size * size * 2, komi=komi, size=size)
+        return Go(name=name, env=go_env(size), max_moves=size * size * 2, komi=komi, size=size)
     fen = ODDS_FENS.get(start or "standard", start)
     assert fen is not None
     check_fen(fen)  # validate now, with a clear error (the pgx state is built on the first `init`)
