@@ -52,6 +52,8 @@ def test_preset_overrides_and_errors() -> None:
         ({"dirichlet_fraction": 1.5}, "dirichlet_fraction"),
         ({"dirichlet_alpha": 0.0}, "dirichlet_alpha"),
         ({"lr_end_fraction": 2.0}, "lr_end_fraction"),
+        ({"swa_decay": 1.0}, "swa_decay must be in \\[0, 1\\)"),
+        ({"value_probe_games": 3}, "value_probe_games must be even"),
         ({"min_replay_size": 10, "replay_size": 5, "batch_size": 4}, "min_replay_size"),
         ({"batch_size": 64, "replay_size": 32, "min_replay_size": 16}, "batch_size"),
         ({"gumbel_scale": -1.0}, "gumbel_scale"),
