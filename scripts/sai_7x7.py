@@ -43,6 +43,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--plot", default="results/sai_7x7.png")
     p.add_argument("--model_dir", default="results/models/go_7x7_sai")
     p.add_argument("--resume", action="store_true", help="continue the run in --run_dir")
+    p.add_argument("--training_command", default=None,
+                   help="with --report_only: the command that trained the run in --run_dir, recorded in --out")
     p.add_argument("--report_only", action="store_true",
                    help="train nothing: write --out, --plot and --model_dir from the run in --run_dir as it stands")
     _config_flags(p)
@@ -159,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         "model_dir": str(model),
         "config": config.to_dict(),
         "command": script_command(__file__, argv),
+        "training_command": args.training_command if args.report_only else script_command(__file__, argv),
     }
     ckpt.write_json(args.out, result)
     plot(curves, Path(args.plot), f"7x7 SAI: empty-board score estimate ({summary['step']} steps, {games} games)")
