@@ -7,7 +7,8 @@
 Trains with the go_7x7 `sai` preset (value_head="sai"; every config field can be overridden as in
 `azjax train`) until `--steps` loop steps are done or `--minutes` of wall time have passed (a stopped run
 continues with `--resume`). The loop logs, before each step's SGD, the net's sigmoid for the empty
-board with Black to move: alpha0, Black's expected lead on the board (perfect play on 7x7: Black +9).
+board with Black to move: alpha0, Black's expected lead on the board (perfect play on 7x7: Black +9); with
+`--swa_decay` > 0 it is the averaged weights' read-out, and the exported model holds the averaged weights.
 
 Writes:
   --out        JSON: `empty_board_black_lead` ([seconds, estimate] per loop step), `empty_board_beta` and
@@ -164,7 +165,9 @@ def main(argv: list[str] | None = None) -> int:
         "training_command": args.training_command if args.report_only else script_command(__file__, argv),
     }
     ckpt.write_json(args.out, result)
-    plot(curves, Path(args.plot), f"7x7 SAI: empty-board score estimate ({summary['step']} steps, {games} games)")
+    averaged = f", weights averaged with swa_decay {config.swa_decay:g}" if config.swa_decay > 0 else ""
+    plot(curves, Path(args.plot),
+         f"7x7 SAI: empty-board score estimate ({summary['step']} steps, {games} games{averaged})")
     print(f"empty board: Black {final.black_lead:+.2f} on the board (beta {final.beta:.3f}, Black wins "
           f"{final.black_winrate():.1%} at komi {final.komi:g}) after {summary['step']} steps, {games} games; "
           f"wrote {args.out}, {args.plot}, {model}")

@@ -498,7 +498,8 @@ def test_sai_loop_trains_with_komi_per_game_and_branches(sai_tiny_overrides: dic
 CLI_TINY = ["--num_envs", "8", "--num_simulations", "4", "--moves_per_step", "16", "--replay_size", "256",
             "--min_replay_size", "8", "--batch_size", "8", "--sgd_steps_per_step", "1", "--num_blocks", "1",
             "--num_channels", "8", "--eval_every", "0", "--checkpoint_every", "2", "--lr_warmup_steps", "1",
-            "--temperature_moves", "4", "--branch_prob", "0.3", "--start_queue_size", "32", "--eval_simulations", "4"]
+            "--temperature_moves", "4", "--branch_prob", "0.3", "--start_queue_size", "32", "--eval_simulations", "4",
+            "--lr_end_fraction", "0.1", "--swa_decay", "0"]  # the defaults, where the "sai" preset differs
 
 
 def test_tiny_sai_cli_config_is_the_loop_tests_config(sai_tiny_overrides: dict) -> None:
