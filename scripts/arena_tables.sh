@@ -22,9 +22,13 @@ for table in "${tables[@]}"; do
   go_7x7)
     # The 7x7 SAI model (scripts/sai_7x7.py) against GNU Go 3.8 at levels 1 and 10 on 7x7 at komi 9.5,
     # under the rules pgx scores by; 40 games a pairing, 2 random opening plies, colours alternating.
+    # The model searches 512 simulations (results/arena/go_7x7), and 128 and 1024 (visits_128/, visits_1024/).
     GNU="$GNUGO --mode gtp --boardsize 7 --komi 9.5 --chinese-rules --capture-all-dead --positional-superko --never-resign"
-    azjax arena results/models/go_7x7_sai:128 "gnugo-l1=gtp:$GNU --level 1" "gnugo-l10=gtp:$GNU --level 10" \
-      --gauntlet --games 40 --random_opening_plies 2 --out_dir results/arena/go_7x7 ;;
+    for visits in 512 128 1024; do
+      out=results/arena/go_7x7; [ "$visits" = 512 ] || out=results/arena/go_7x7/visits_$visits
+      azjax arena results/models/go_7x7_sai:$visits "gnugo-l1=gtp:$GNU --level 1" "gnugo-l10=gtp:$GNU --level 10" \
+        --gauntlet --games 40 --random_opening_plies 2 --out_dir "$out"
+    done ;;
   go_9x9)
     # The lightly trained 9x9 model (see results/models/go_9x9_quick/README.md) against GNU Go 3.8 at
     # levels 1 and 10 under the rules pgx scores by (area, positional superko, dead stones captured).
