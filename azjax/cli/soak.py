@@ -79,9 +79,9 @@ def _install_markers() -> None:
 
     original_ckpt = train_mod._checkpoint
 
-    def checkpoint(run_dir: Any, checkpointer: Any, step_: int, state: Any, log: Any) -> None:
+    def checkpoint(run_dir: Any, checkpointer: Any, step_: int, state: Any, log: Any, *rest: Any) -> None:
         say("begin", "checkpoint", step_)
-        original_ckpt(run_dir, checkpointer, step_, state, log)
+        original_ckpt(run_dir, checkpointer, step_, state, log, *rest)
         say("end", "checkpoint", step_)
 
     Trainer.step = step  # type: ignore[method-assign]
@@ -314,8 +314,10 @@ def _compare(ref_dir: Path, run_dir: Path, ref_rows: list[dict[str, str]]) -> di
     from azjax.checkpoint import ORBAX_TMP_MARK, StateCheckpointer
     from azjax.methods.sai import KomiStarts
     from azjax.train import METRIC_COLUMNS
+    from azjax.train.measures import UNIQUE_STATES_COLUMNS
 
-    loop_columns = [c for c in ref_rows[0] if c in METRIC_COLUMNS or c in KomiStarts.columns]
+    loop_columns = [c for c in ref_rows[0] if c in METRIC_COLUMNS or c in KomiStarts.columns
+                    or c in UNIQUE_STATES_COLUMNS]
     got_rows = _read_rows(run_dir / "metrics.csv")
     metric_diffs = [f"row {i + 1} {c}: {a.get(c)} != {b.get(c)}"
                     for i, (a, b) in enumerate(zip(ref_rows, got_rows, strict=False))

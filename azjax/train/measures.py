@@ -27,7 +27,7 @@ import numpy as np
 from azjax.config import Config
 from azjax.play.value_probe import value_probe
 
-UNIQUE_STATES_FILE = "unique_states.npz"  # the set itself, for a resume
+UNIQUE_STATES_DIR = "unique_states"  # the set itself after each of the last checkpoints' steps, for a resume
 UNIQUE_STATES_SUMMARY = "unique_states.json"  # {"step", "total", "by_depth"}: what to read
 
 
@@ -61,22 +61,27 @@ class UniqueStates:
                 new += 1
         return new
 
-    def save(self, run_dir: Path, step: int) -> None:
-        """Writes the set (atomically) as it stands after loop step `step`."""
-        keys = np.array(sorted(self.seen), dtype=object)
-        packed = np.stack([np.frombuffer(k, np.uint8) for k in keys]) if len(keys) else np.zeros((0, 0), np.uint8)
+    def save(self, run_dir: Path, step: int, keep: int = 3) -> None:
+        """Writes the set as it stands after loop step `step` (atomically), one file a step beside the loop's
+        checkpoints, keeping the newest `keep`: a resume from any kept checkpoint finds the set of its step."""
+        directory = run_dir / UNIQUE_STATES_DIR
+        directory.mkdir(parents=True, exist_ok=True)
+        keys = sorted(self.seen)
+        packed = np.stack([np.frombuffer(k, np.uint8) for k in keys]) if keys else np.zeros((0, 0), np.uint8)
         depths = np.array([[d, c] for d, c in sorted(self.depth_counts.items())], np.int64).reshape(-1, 2)
-        tmp = run_dir / (UNIQUE_STATES_FILE + ".tmp.npz")
+        tmp = directory / f"{step}.tmp.npz"
         np.savez_compressed(tmp, keys=packed, depth_counts=depths, step=np.int64(step))
-        tmp.replace(run_dir / UNIQUE_STATES_FILE)
+        tmp.replace(directory / f"{step}.npz")
+        for old in sorted(_saved_steps(directory))[:-keep]:
+            (directory / f"{old}.npz").unlink(missing_ok=True)
         summary = {"step": step, "total": self.total, "by_depth": self.by_depth()}
         (run_dir / UNIQUE_STATES_SUMMARY).write_text(json.dumps(summary) + "\n")
         self.step = step
 
     @classmethod
-    def load(cls, run_dir: Path) -> UniqueStates | None:
-        """The saved set of a run (None if it has none)."""
-        file = run_dir / UNIQUE_STATES_FILE
+    def load(cls, run_dir: Path, step: int) -> UniqueStates | None:
+        """The set a run saved after loop step `step` (None if it has none)."""
+        file = run_dir / UNIQUE_STATES_DIR / f"{step}.npz"
         if not file.exists():
             return None
         with np.load(file) as data:
@@ -85,6 +90,10 @@ class UniqueStates:
             out.depth_counts = {int(d): int(c) for d, c in data["depth_counts"]}
             out.step = int(data["step"])
         return out
+
+
+def _saved_steps(directory: Path) -> list[int]:
+    return [int(f.name[:-4]) for f in directory.glob("*.npz") if f.name[:-4].isdigit()]
 
 
 def written_rows(moves_before: int, moves_after: int, num_envs: int, replay_size: int,
@@ -163,10 +172,9 @@ def _unique_states(run_dir: Path, start: int) -> UniqueStates:
     """The distinct positions a run has visited up to loop step `start` (its saved set on a resume)."""
     if start == 0:
         return UniqueStates()
-    saved = UniqueStates.load(run_dir)
-    if saved is not None and saved.step == start:
+    saved = UniqueStates.load(run_dir, start)
+    if saved is not None:
         return saved
-    print(f"{run_dir}: the saved set of distinct positions is not of step {start} "
-          f"({'none saved' if saved is None else f'it is of step {saved.step}'}): "
-          f"unique_states counts again from step {start}", flush=True)
+    print(f"{run_dir}: no saved set of distinct positions for step {start}: unique_states counts again from "
+          f"step {start}", flush=True)
     return UniqueStates()

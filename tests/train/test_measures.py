@@ -21,8 +21,13 @@ def test_unique_states_count_each_position_once_at_its_depth(tmp_path):
     assert unique.add(np.stack([two, empty])) == 1
     assert unique.total == 3 and unique.by_depth() == [1, 1, 1]
     unique.save(tmp_path, step=7)
-    again = UniqueStates.load(tmp_path)
+    again = UniqueStates.load(tmp_path, 7)
     assert again.step == 7 and again.seen == unique.seen and again.by_depth() == [1, 1, 1]
+    # One file a checkpoint step, the newest three kept, so a resume from any kept checkpoint finds its own.
+    for step in (8, 9, 10):
+        unique.add(np.stack([two]))
+        unique.save(tmp_path, step=step)
+    assert UniqueStates.load(tmp_path, 7) is None and UniqueStates.load(tmp_path, 8).step == 8
 
 
 def test_written_rows_follow_each_devices_replay_ring():
