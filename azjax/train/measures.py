@@ -29,6 +29,8 @@ from azjax.play.value_probe import value_probe
 
 UNIQUE_STATES_DIR = "unique_states"  # the set itself after each of the last checkpoints' steps, for a resume
 UNIQUE_STATES_SUMMARY = "unique_states.json"  # {"step", "total", "by_depth"}: what to read
+UNIQUE_STATES_COLUMNS = ["unique_states", "unique_states_new"]
+VALUE_PROBE_COLUMNS = ["value_loss_visited", "value_loss_search"]
 
 
 class UniqueStates:
@@ -114,10 +116,6 @@ def count_written(unique: UniqueStates, replay_obs: Any, moves_before: int, move
     """Adds the positions written during moves [moves_before, moves_after) to `unique`; returns the new ones."""
     rows = written_rows(moves_before, moves_after, num_envs, replay_size, num_devices)
     return unique.add(np.asarray(replay_obs[rows]))
-
-
-UNIQUE_STATES_COLUMNS = ["unique_states", "unique_states_new"]
-VALUE_PROBE_COLUMNS = ["value_loss_visited", "value_loss_search"]
 
 
 def counts_unique_states(trainer: Any) -> bool:
