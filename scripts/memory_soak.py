@@ -44,11 +44,6 @@ def memory_mib(pid: int, field: str = "VmRSS") -> float | None:
     return None
 
 
-def rss_mib(pid: int) -> float | None:
-    """The resident set size of process `pid` in MiB (None once it has exited)."""
-    return memory_mib(pid, "VmRSS")
-
-
 def summarize(samples: list[list[float]], budget_s: float | None = None) -> dict[str, Any]:
     """Flatness of [seconds, anonymous MiB, total MiB] samples between the warm-up and the budget's end."""
     judged = [s for s in samples if s[0] >= WARM_UP_S and (budget_s is None or s[0] <= budget_s)]
@@ -97,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         proc = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
         t0 = time.monotonic()
         while proc.poll() is None:
-            anon, total = memory_mib(proc.pid, "RssAnon"), rss_mib(proc.pid)
+            anon, total = memory_mib(proc.pid, "RssAnon"), memory_mib(proc.pid, "VmRSS")
             if anon is not None and total is not None and total >= 1.0:  # a few kB while it is being exec'd
                 samples.append([round(time.monotonic() - t0, 1), round(anon, 1), round(total, 1)])
             time.sleep(args.every)

@@ -245,20 +245,19 @@ def temperature_agent(
     return Agent(name=name, act=act, params=selfplay_params(params, spec.n_scl, tau, temperature_moves))
 
 
+def step_recorded(game: Game, states: GameState, col: jax.Array) -> GameState:
+    """GameState [N]: each game after its recorded move `col` [N]; a game that is over, or whose record has
+    ended (-1), stays as it is (rewards included)."""
+    stepped = jax.vmap(game.step)(states, jnp.maximum(col, 0))
+    keep = (col >= 0) & ~states.terminated
+    return jax.tree.map(lambda a, b: jnp.where(keep.reshape((-1,) + (1,) * (a.ndim - 1)), a, b), stepped, states)
+
+
 @functools.cache
 def _replay_fn(game: Game, num_moves: int):
     def replay(key: jax.Array, moves: jax.Array) -> GameState:
         states = jax.vmap(game.init)(jax.random.split(key, moves.shape[0]))
-
-        def body(s: GameState, col: jax.Array) -> tuple[GameState, None]:
-            stepped = jax.vmap(game.step)(s, jnp.maximum(col, 0))
-            keep = col >= 0
-            def pick(a: jax.Array, b: jax.Array) -> jax.Array:
-                return jnp.where(keep.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)
-
-            return jax.tree.map(pick, stepped, s), None
-
-        states, _ = jax.lax.scan(body, states, moves.T)
+        states, _ = jax.lax.scan(lambda s, col: (step_recorded(game, s, col), None), states, moves.T)
         return states
 
     return jax.jit(replay)

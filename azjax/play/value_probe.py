@@ -31,7 +31,7 @@ from azjax.config import Config
 from azjax.games import Game, GameState
 from azjax.play.agents import network_agent
 from azjax.play.arena import play_from
-from azjax.play.selfplay_stats import replay_moves, temperature_agent
+from azjax.play.selfplay_stats import replay_moves, step_recorded, temperature_agent
 from azjax.search import run_search
 
 ValueProbe = Callable[[Any, jax.Array], dict[str, jax.Array]]
@@ -49,10 +49,7 @@ def trajectory_values(game: Game, evaluate: Callable, params: Any, key: jax.Arra
 
     def body(s: GameState, col: jax.Array) -> tuple[GameState, tuple[jax.Array, jax.Array, jax.Array]]:
         _, v = evaluate(params, s)
-        live = (col >= 0) & ~s.terminated
-        stepped = jax.vmap(game.step)(s, jnp.maximum(col, 0))
-        keep = lambda a, b: jnp.where(live.reshape((-1,) + (1,) * (a.ndim - 1)), a, b)  # noqa: E731
-        return jax.tree.map(keep, stepped, s), (v, s.current_player, live)
+        return step_recorded(game, s, col), (v, s.current_player, (col >= 0) & ~s.terminated)
 
     final, (v, player, live) = jax.lax.scan(body, states, moves.T)
     z = jnp.take_along_axis(final.rewards, player.T, axis=1).T  # [N, 2] by [N, T] -> [T, N]

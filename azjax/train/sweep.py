@@ -405,15 +405,16 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
                 dt = time.perf_counter() - t0
                 positions = like.num_envs * like.moves_per_step
                 for i, log in enumerate(logs):
+                    run = sweep.run_state(states, i)
                     row = step_row(sweep.trainer, step, step * like.moves_per_step,
                                    {k: v[i] for k, v in metrics.items()})
-                    row.update(measures[i].row(step, sweep.run_state(states, i)))
+                    row.update(measures[i].row(step, run))
                     row.update(time_s=elapsed0 + time.perf_counter() - t_run, step_s=dt,
                                games_per_s=row["games"] / dt, positions_per_s=positions / dt,
                                sims_per_s=positions * like.num_simulations / dt)
                     log.add(row)
                     if i not in failed:
-                        fault = numerical_fault(row, sweep.run_state(states, i).params)
+                        fault = numerical_fault(row, run.params)
                         if fault is not None:
                             failed[i] = f"step {step}: {fault}"
                             _say(bar, f"run {dirs[i].name}: stopped learning at step {step} ({fault}); its last "
