@@ -5,7 +5,7 @@ The public API; everything else is reachable through the modules named in README
     config = preset("connect_four", "quick", num_simulations=32)
     summary = train(config, "runs/c4")
     config, params = load_model("results/models/connect_four_quick")
-    agent = network_agent(config, config_game(config), params, num_simulations=64)
+    agent = network_agent(config, play_game(config), params, num_simulations=64)
     # a new method: AlphaZero's seams (azjax.methods.alphazero) with one replaced
     seams = loop_seams(config, config_game(config), make_network(config, config_game(config)))
     trainer = Trainer(config, seams=dataclasses.replace(seams, targets=MyTargets()))
@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     "make_game": "azjax.games",
     "config_game": "azjax.build",
     "game_named": "azjax.build",
+    "play_game": "azjax.build",
     "make_network": "azjax.build",
     "make_evaluator": "azjax.build",
     "load_model": "azjax.build",
@@ -69,6 +70,7 @@ __all__ = [
     "make_game",
     "make_network",
     "network_agent",
+    "play_game",
     "policy_agent",
     "preset",
     "random_agent",
@@ -87,6 +89,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
         loop_seams,
         make_evaluator,
         make_network,
+        play_game,
     )
     from azjax.config import PRESETS, Config, preset
     from azjax.games import GAMES, Game, GameState, make_game

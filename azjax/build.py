@@ -48,19 +48,30 @@ from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec
 
 
 @functools.cache
-def _game(name: str, komi: float | None, start: str | None) -> Game:
-    return make_game(name, komi=komi, start=start)
+def _game(name: str, komi: float | None, start: str | None, adjudicate: tuple[int, float]) -> Game:
+    return make_game(name, komi=komi, start=start, adjudicate_plies=adjudicate[0], adjudicate_margin=adjudicate[1])
 
 
-def game_named(name: str, komi: float | None = None, start: str | None = None) -> Game:
-    """`make_game(name, komi=komi, start=start)`, one object per setting (engines and arenas share compiled code)."""
+def game_named(name: str, komi: float | None = None, start: str | None = None, adjudicate_plies: int = 0,
+               adjudicate_margin: float = 3.0) -> Game:
+    """`make_game(name, ...)`, one object per setting (engines and arenas share compiled code)."""
     if start in ("", "standard"):
         start = None  # the same game as no start at all: one object for both spellings
-    return _game(name, komi, start)
+    adjudicate = (adjudicate_plies, float(adjudicate_margin)) if adjudicate_plies else (0, 3.0)
+    return _game(name, komi, start, adjudicate)
 
 
 def config_game(config: Config) -> Game:
-    """The game a config trains on: its komi (Go) and its start position (chess)."""
+    """The game a config trains on: its komi (Go), its start position and self-play adjudication (chess)."""
+    if config.game != "chess":
+        return game_named(config.game, config.komi)
+    return game_named(config.game, start=config.start, adjudicate_plies=config.adjudicate_plies,
+                      adjudicate_margin=config.adjudicate_margin)
+
+
+def play_game(config: Config) -> Game:
+    """The game a trained config is played at by a person: `config_game` under the game's own rules (no
+    adjudication)."""
     return game_named(config.game, config.komi, config.start if config.game == "chess" else None)
 
 

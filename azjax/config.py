@@ -11,7 +11,7 @@ import json
 import math
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from azjax.games import GAMES, ODDS_FENS, check_fen
+from azjax.games import GAMES, MAX_CHESS_PLIES, ODDS_FENS, check_fen
 
 
 @dataclasses.dataclass(frozen=True)
@@ -20,6 +20,11 @@ class Config:
     game: str = "connect_four"
     komi: float | None = None  # Go only; None = the game's official komi
     start: str = "standard"  # chess only: standard, queen_odds, rook_odds, knight_odds or a FEN
+    # Chess only: a training game still running after `adjudicate_plies` plies ends there, won by the side
+    # `adjudicate_margin` pawns or more ahead in material, else drawn. 0 = off (AlphaZero: chess's own rules).
+    # Engines and arenas always play chess's own rules.
+    adjudicate_plies: int = 0
+    adjudicate_margin: float = 3.0
     # network
     num_blocks: int = 3
     num_channels: int = 32
@@ -142,6 +147,13 @@ class Config:
                 check_fen(self.start)
             except ValueError as e:
                 raise ValueError(f"start must be {', '.join(ODDS_FENS)} or a legal FEN: {e}") from None
+        if self.adjudicate_plies and self.game != "chess":
+            raise ValueError(f"adjudicate_plies (material adjudication) applies to chess only, not {self.game!r}")
+        if not 0 <= self.adjudicate_plies < MAX_CHESS_PLIES:
+            raise ValueError(f"adjudicate_plies must be in [0, {MAX_CHESS_PLIES}) (0 = off), "
+                             f"got {self.adjudicate_plies}")
+        if self.adjudicate_margin <= 0:
+            raise ValueError(f"adjudicate_margin must be > 0 pawns, got {self.adjudicate_margin}")
         if self.n_scl is not None and self.n_scl < 1:
             raise ValueError(f"n_scl must be >= 1 (or None = off), got {self.n_scl}")
         if self.value_head == "sai" and not self.game.startswith("go_"):
@@ -311,10 +323,13 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                      temperature_moves=30, compute_dtype="bfloat16"),
     },
     "chess": {
-        "quick": dict(num_blocks=4, num_channels=32, num_simulations=32, num_envs=64,
-                      moves_per_step=8, replay_size=16384, min_replay_size=2048, batch_size=128,
-                      sgd_steps_per_step=2, num_steps=500, temperature_moves=20, eval_every=0,
-                      dirichlet_alpha=0.3),
+        # Self-play games still running after 160 plies are adjudicated by material (3 pawns or more wins):
+        # without it nearly every game of a young network is drawn and its value learns nothing
+        # (results/models/chess_quick/README.md).
+        "quick": dict(num_blocks=4, num_channels=32, num_simulations=16, num_envs=64,
+                      moves_per_step=16, replay_size=65536, min_replay_size=4096, batch_size=256,
+                      sgd_steps_per_step=4, num_steps=400, temperature_moves=20, eval_every=0,
+                      dirichlet_alpha=0.3, adjudicate_plies=160, adjudicate_margin=3.0, swa_decay=0.99),
         "full": dict(num_blocks=10, num_channels=128, num_simulations=200, num_envs=1024,
                      moves_per_step=16, replay_size=500_000, min_replay_size=50_000, batch_size=1024,
                      sgd_steps_per_step=8, num_steps=50000, temperature_moves=30, eval_every=0,

@@ -83,11 +83,11 @@ def setup(args: argparse.Namespace) -> tuple[Any, Any, Any, dict[str, Any], floa
     from azjax.games import make_game
 
     if args.checkpoint:
-        from azjax.build import config_game, load_model, make_network
+        from azjax.build import load_model, make_network, play_game
         from azjax.search import network_evaluator
 
         config, params = load_model(args.checkpoint)
-        game = config_game(config)
+        game = play_game(config)
         evaluate = network_evaluator(make_network(config, game).apply)
         desc = dict(source="checkpoint", checkpoint=args.checkpoint, game=config.game)
         return game, evaluate, params, desc, config.pb_c_init

@@ -62,6 +62,9 @@ def test_preset_overrides_and_errors() -> None:
         ({"game": "go_7x7", "komi": 7.0}, "komi"),
         ({"game": "connect_four", "komi": 7.5}, "komi"),
         ({"game": "go_9x9", "start": "queen_odds"}, "start"),
+        ({"game": "go_9x9", "adjudicate_plies": 200}, "adjudicate_plies .* applies to chess only"),
+        ({"game": "chess", "adjudicate_plies": 600}, "adjudicate_plies must be in"),
+        ({"game": "chess", "adjudicate_plies": 200, "adjudicate_margin": 0.0}, "adjudicate_margin"),
     ],
 )
 def test_bad_values_name_the_field(changes: dict[str, Any], field: str) -> None:

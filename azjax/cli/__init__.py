@@ -196,13 +196,13 @@ def cmd_play(args: argparse.Namespace) -> int:
     import jax
     import numpy as np
 
-    from azjax.build import config_game, load_model
+    from azjax.build import load_model, play_game
     from azjax.play.agents import network_agent
 
     config, params = load_model(args.checkpoint)
     if args.n_scl is not None:
         config = config.replace(n_scl=args.n_scl or None)
-    game = config_game(config)
+    game = play_game(config)
     agent = network_agent(config, game, params, num_simulations=args.simulations)
     act = jax.jit(agent.act)
     human = 0 if args.color == "first" else 1

@@ -320,6 +320,22 @@ ODDS_FENS = {
     "knight_odds": "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/R1BQKBNR w KQkq - 0 1",
 }
 _PROMOTIONS = "rbn"  # pgx underpromotion index 0, 1, 2; -1 means queen
+# P, N, B, R, Q, K (index = pgx piece code; 0 = empty). The king has no material value.
+PIECE_VALUES = (0.0, 1.0, 3.0, 3.0, 5.0, 9.0, 0.0)
+
+
+def material_diff(board: Array) -> Array:
+    """float32 [...]: the mover's material minus the opponent's, in pawns; `board` int [..., 64] (pgx keeps it from
+    the mover's side: the mover's pieces positive)."""
+    values = jnp.asarray(PIECE_VALUES, jnp.float32)
+    return jnp.sum(values[jnp.abs(board)] * jnp.sign(board), axis=-1)
+
+
+def material_result(board: Array, margin: float) -> Array:
+    """float32 [...]: the mover's result by material: +1 ahead by `margin` pawns or more, -1 behind by as much,
+    else 0 (a draw); `board` int [..., 64] from the mover's side."""
+    diff = material_diff(board)
+    return jnp.where(diff >= margin, 1.0, jnp.where(diff <= -margin, -1.0, 0.0)).astype(jnp.float32)
 
 
 def check_fen(fen: str) -> str:
@@ -348,6 +364,12 @@ class Chess(Game):
     """Chess from the standard start, a named odds start, or any FEN."""
 
     start_fen: str = STANDARD_FEN
+    # Self-play adjudication (off = 0: a game runs to chess's own end, drawn after 512 plies). A game still running
+    # after `adjudicate_plies` plies ends there, won by the side `adjudicate_margin` pawns or more ahead in material,
+    # else drawn. From scratch most self-play games are drawn and teach the value nothing; material is the signal
+    # a young network can learn first (the cutechess/TCEC practice, applied to self-play).
+    adjudicate_plies: int = 0
+    adjudicate_margin: float = 3.0
     has_fen: ClassVar[bool] = True
     notation_reads_position: ClassVar[bool] = True  # the mover's side and pawn promotions
     record_format: ClassVar[str] = "pgn"
@@ -363,6 +385,21 @@ class Chess(Game):
         else:
             env = _cached_fen_state(self.start_fen)
         return GameState(env=env, komi=jnp.float32(0.0))
+
+    def step(self, state: GameState, action: Array) -> GameState:
+        env = self.env.step(state.env, action)
+        if self.adjudicate_plies:
+            at_cap = ~env.terminated & (env._step_count >= self.adjudicate_plies)
+            mover_result = material_result(env._x.board, self.adjudicate_margin)
+            rewards = jnp.zeros(2, jnp.float32).at[env.current_player].set(mover_result)
+            rewards = rewards.at[1 - env.current_player].set(-mover_result)
+            env = env.replace(
+                terminated=env.terminated | at_cap,
+                rewards=jnp.where(at_cap, rewards, env.rewards),
+                # pgx's convention for finished games: every action "legal" (and without effect).
+                legal_action_mask=env.legal_action_mask | at_cap,
+            )
+        return state.replace(env=env)
 
     def start_position(self, komi: float = 0.0, fen: str | None = None) -> GameState:
         if fen is not None and fen != STANDARD_FEN:
@@ -439,10 +476,12 @@ def _cached_fen_state(fen: str) -> Any:
 # ---------------------------------------------------------------- registry
 
 GAMES = ("connect_four", "go_7x7", "go_9x9", "chess")
+MAX_CHESS_PLIES = 512  # pgx ends (draws) a chess game here, as AlphaZero did
 DEFAULT_KOMI = {"go_7x7": 9.5, "go_9x9": 7.5}
 
 
-def make_game(name: str, *, komi: float | None = None, start: str | None = None) -> Game:
+def make_game(name: str, *, komi: float | None = None, start: str | None = None, adjudicate_plies: int = 0,
+              adjudicate_margin: float = 3.0) -> Game:
     """The game `name` from the registry.
 
     Args:
@@ -450,6 +489,8 @@ def make_game(name: str, *, komi: float | None = None, start: str | None = None)
       komi: Go only; the default komi of new games (7x7: 9.5, 9x9: 7.5).
       start: chess only; `standard`, an odds start (`queen_odds`, `rook_odds`, `knight_odds`)
         or a FEN.
+      adjudicate_plies, adjudicate_margin: chess only; games still running after this many plies end, won by
+        the side this many pawns ahead in material, else drawn (0 = off: chess's own rules).
     """
     if name not in GAMES:
         raise ValueError(f"unknown game {name!r}; choose one of {', '.join(GAMES)}")
@@ -457,6 +498,10 @@ def make_game(name: str, *, komi: float | None = None, start: str | None = None)
         raise ValueError(f"komi applies to Go only, not {name!r}")
     if start not in (None, "", "standard") and name != "chess":
         raise ValueError(f"start positions apply to chess only, not {name!r}")
+    if adjudicate_plies and name != "chess":
+        raise ValueError(f"material adjudication applies to chess only, not {name!r}")
+    if not 0 <= adjudicate_plies < MAX_CHESS_PLIES:
+        raise ValueError(f"adjudicate_plies must be in [0, {MAX_CHESS_PLIES}) (0 = off), got {adjudicate_plies}")
     if name == "connect_four":
         return ConnectFour(name=name, env=pgx.make("connect_four"), max_moves=42)
     if name.startswith("go_"):
@@ -468,4 +513,5 @@ def make_game(name: str, *, komi: float | None = None, start: str | None = None)
     fen = ODDS_FENS.get(start or "standard", start)
     assert fen is not None
     check_fen(fen)  # validate now, with a clear error (the pgx state is built on the first `init`)
-    return Chess(name=name, env=pgx.make("chess"), max_moves=512, start_fen=fen)
+    return Chess(name=name, env=pgx.make("chess"), max_moves=adjudicate_plies or MAX_CHESS_PLIES, start_fen=fen,
+                 adjudicate_plies=adjudicate_plies, adjudicate_margin=float(adjudicate_margin))

@@ -41,18 +41,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.games import GameState, board_arrays
+from azjax.games import PIECE_VALUES, GameState, board_arrays, material_diff, material_result
 
-# P, N, B, R, Q, K (index = pgx piece code; 0 = empty). The king has no material value.
-PIECE_VALUES = (0.0, 1.0, 3.0, 3.0, 5.0, 9.0, 0.0)
+__all__ = ["DEFAULT_SCALE", "PIECE_VALUES", "adjudicate_by_material", "capture_values", "material_diff",
+           "material_evaluator"]
+
 DEFAULT_SCALE = 0.2
 NUM_CHESS_ACTIONS = 64 * 73
-
-
-def material_diff(board: jax.Array) -> jax.Array:
-    """float32 [...]: the mover's material minus the opponent's, in pawns; `board` int [..., 64]."""
-    values = jnp.asarray(PIECE_VALUES, jnp.float32)
-    return jnp.sum(values[jnp.abs(board)] * jnp.sign(board), axis=-1)
 
 
 def _opponent_mobility(x: Any) -> jax.Array:
@@ -157,8 +152,7 @@ def adjudicate_by_material(
       outcomes: float [N] from the first mover's view.
       threshold: pawns (e.g. 3: a minor piece).
     """
-    diff = np.asarray(material_diff(jnp.asarray(board_arrays(final_states).board)), np.float64)
+    mover = np.asarray(material_result(jnp.asarray(board_arrays(final_states).board), threshold), np.float64)
     first_to_move = np.asarray(length) % 2 == 0
-    diff_first = np.where(first_to_move, diff, -diff)
-    judged = np.where(diff_first >= threshold, 1.0, np.where(diff_first <= -threshold, -1.0, 0.0))
+    judged = np.where(first_to_move, mover, -mover)
     return np.where(np.asarray(terminated, bool), np.asarray(outcomes, np.float64), judged)

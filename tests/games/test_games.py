@@ -510,3 +510,78 @@ def test_connect_four_notation_and_render() -> None:
     rows = game.render(state).splitlines()
     assert rows == [". . X . . . .", ". . O . . . .", ". . X . . . .", ". . O . . . .", ". . X . . . .",
                     ". . O X . . .", "1 2 3 4 5 6 7"]  # the first player is X
+
+
+# ---------------------------------------------------------------- chess: self-play material adjudication
+
+
+def _play_uci(game: Chess, moves: list[str], start: str = STANDARD_FEN) -> list[GameState]:
+    """The states after each of `moves` (UCI) from `start`, with the game's own (jitted) step."""
+    state = game.start_position(fen=start)
+    step = jax.jit(game.step)
+    states = []
+    for move in moves:
+        state = step(state, game.parse_action(state, move))
+        states.append(state)
+    return states
+
+
+def test_chess_adjudication_off_is_pgx_chess(chess_game: Chess, chess_step: Step) -> None:
+    """With adjudication off the game is pgx's chess: 512 plies at most, and every step equals pgx's own."""
+    assert chess_game.adjudicate_plies == 0 and chess_game.max_moves == 512
+    pgx_step = jax.jit(chess_game.env.step)
+    state = chess_game.init(jax.random.PRNGKey(3))
+    for move in ("e2e4", "e7e5", "d1h5", "b8c6"):
+        action = chess_game.parse_action(state, move)
+        ours, theirs = chess_step(state, action), pgx_step(state.env, action)
+        jax.tree.map(np.testing.assert_array_equal, ours.env, theirs)
+        state = ours
+
+
+@pytest.mark.parametrize("start, winner", [("queen_odds", "black"), ("knight_odds", "black"), ("standard", None)])
+def test_chess_adjudication_judges_material_at_the_cap(start: str, winner: str | None) -> None:
+    """A game still running at `adjudicate_plies` ends there: the side `adjudicate_margin` pawns ahead wins
+    (a queen and a knight are 9 and 3 pawns, the margin 3), equal material is a draw; before the cap it runs on."""
+    game = make_game("chess", start=start, adjudicate_plies=4, adjudicate_margin=3.0)
+    assert isinstance(game, Chess) and game.max_moves == 4
+    states = _play_uci(game, ["g1f3", "g8f6", "f3g1", "f6g8"], start=ODDS_FENS[start])
+    assert not any(bool(s.terminated) for s in states[:3])
+    assert all(float(np.abs(s.rewards).sum()) == 0 for s in states[:3])
+    end = states[3]
+    assert bool(end.terminated) and bool(np.asarray(end.legal_action_mask).all())
+    # Four plies from a White-to-move start: White is to move again at the cap.
+    white, black = int(end.current_player), 1 - int(end.current_player)
+    expected = {"black": (-1.0, 1.0), None: (0.0, 0.0)}[winner]
+    assert (float(end.rewards[white]), float(end.rewards[black])) == expected
+    after = jax.jit(game.step)(end, jnp.int32(0))  # a finished game stays finished, with no more rewards
+    assert bool(after.terminated) and float(np.abs(after.rewards).sum()) == 0
+
+
+def test_chess_adjudication_margin_decides_small_edges() -> None:
+    """A knight up is a win at margin 3 and a draw at margin 4."""
+    for margin, expected in ((3.0, 1.0), (4.0, 0.0)):
+        game = make_game("chess", start="knight_odds", adjudicate_plies=1, adjudicate_margin=margin)
+        (end,) = _play_uci(game, ["e2e4"], start=ODDS_FENS["knight_odds"])
+        assert bool(end.terminated)
+        assert float(end.rewards[int(end.current_player)]) == expected  # Black to move, a knight up
+
+
+def test_chess_adjudication_keeps_real_endings() -> None:
+    """A mate is scored by the rules, not by material: White mates with a rook against three pawns, 2 pawns
+    ahead, which at margin 3 material would call a draw."""
+    fen = SPECIAL_FENS["back-rank mate in one"]
+    game = make_game("chess", start=fen, adjudicate_plies=1, adjudicate_margin=3.0)
+    (end,) = _play_uci(game, ["a1a8"], start=fen)
+    mated = int(end.current_player)
+    assert bool(end.terminated) and float(end.rewards[mated]) == -1.0 and float(end.rewards[1 - mated]) == 1.0
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(name="go_7x7", adjudicate_plies=100), "material adjudication applies to chess only"),
+    (dict(name="chess", adjudicate_plies=512), r"adjudicate_plies must be in \[0, 512\)"),
+    (dict(name="chess", adjudicate_plies=-1), r"adjudicate_plies must be in \[0, 512\)"),
+])
+def test_chess_adjudication_bad_settings_are_named(kwargs: dict[str, Any], message: str) -> None:
+    name = kwargs.pop("name")
+    with pytest.raises(ValueError, match=message):
+        make_game(name, **kwargs)

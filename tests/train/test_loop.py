@@ -166,6 +166,26 @@ def test_step_plays_writes_and_learns(tiny_overrides):
     assert any(jax.tree.leaves(changed))
 
 
+def test_chess_self_play_with_material_adjudication_ends_games_at_the_cap_and_trains_on_material(
+        chess_tiny_overrides):
+    """Queen odds, adjudicated after 6 plies: every game ends by ply 6, nearly all won by Black (the side a
+    queen ahead), and the replay's value targets are those results, not the draws of chess's own 512-ply cap."""
+    cfg = preset("chess", **{**chess_tiny_overrides, "start": "queen_odds", "adjudicate_plies": 6,
+                             "moves_per_step": 12, "num_steps": 2})
+    trainer = Trainer(cfg)
+    assert trainer.game.max_moves == 6
+    state = trainer.init(0)
+    games = first_losses = 0
+    for _ in range(cfg.num_steps):
+        state, m = trainer.step(state)
+        games, first_losses = games + int(m["games"]), first_losses + int(m["first_player_losses"])
+        assert int(m["game_length_sum"]) <= 6 * int(m["games"])
+    assert games >= 2 * cfg.num_envs and first_losses >= 0.75 * games
+    done = np.asarray(state.replay.has_target)
+    values = np.asarray(state.replay.value)[done]
+    assert done.sum() > 0 and np.mean(np.abs(values) == 1.0) >= 0.75
+
+
 SWITCHES_OVERRIDES = dict(moves_per_step=16, num_steps=3, replay_size=256)  # games end and SGD runs
 
 
