@@ -30,20 +30,20 @@ for table in "${tables[@]}"; do
         --gauntlet --games 40 --random_opening_plies 2 --out_dir "$out"
     done ;;
   go_9x9)
-    # The lightly trained 9x9 model (see results/models/go_9x9_quick/README.md) against GNU Go 3.8 at
-    # levels 1 and 10 under the rules pgx scores by (area, positional superko, dead stones captured).
-    azjax arena results/models/go_9x9_quick:64 random \
-      "gnugo-l1=gtp:$GNUGO --mode gtp --level 1 --chinese-rules --capture-all-dead --positional-superko --never-resign" \
-      "gnugo-l10=gtp:$GNUGO --mode gtp --level 10 --chinese-rules --capture-all-dead --positional-superko --never-resign" \
-      --gauntlet --games 6 --out_dir results/arena/go_9x9 ;;
+    # The CPU-trained 9x9 model (results/models/go_9x9_quick/README.md) with a 128-simulation Gumbel search
+    # against random play and GNU Go 3.8 at levels 1 and 10, under the rules pgx scores by (area, komi 7.5,
+    # positional superko, dead stones captured); 40 games a pairing, 2 random opening plies, colours alternating.
+    GNU="$GNUGO --mode gtp --boardsize 9 --komi 7.5 --chinese-rules --capture-all-dead --positional-superko --never-resign"
+    azjax arena results/models/go_9x9_quick:128 random "gnugo-l1=gtp:$GNU --level 1" "gnugo-l10=gtp:$GNU --level 10" \
+      --gauntlet --games 40 --random_opening_plies 2 --out_dir results/arena/go_9x9 ;;
   chess)
-    # The lightly trained chess model (see results/models/chess_quick/README.md) with a 32-simulation
+    # The CPU-trained chess model (see results/models/chess_quick/README.md) with a 64-simulation
     # search against random play and the one-ply material player, 40 games a pairing (2 random
     # opening plies, colours alternating); then its values a queen up and a queen down, each side to
     # move (results/arena/chess/material_positions.txt), as `azjax analyze` reads them.
-    azjax arena results/models/chess_quick:32 random material --gauntlet --games 40 --random_opening_plies 2 \
+    azjax arena results/models/chess_quick:64 random material --gauntlet --games 40 --random_opening_plies 2 \
       --out_dir results/arena/chess
-    azjax analyze --checkpoint results/models/chess_quick --visits 32 \
+    azjax analyze --checkpoint results/models/chess_quick --visits 64 \
       --positions results/arena/chess/material_positions.txt --out results/arena/chess/material_values.jsonl ;;
   *) echo "unknown table $table (connect_four, go_7x7, go_9x9, chess)" >&2; exit 2 ;;
   esac
