@@ -32,6 +32,9 @@ class Config:
     # The heads of models saved before normalised heads existed (one-filter value conv, ReLU, no
     # normalisation): only for loading and resuming them. A config.json without this field is such a model.
     legacy_heads: bool = False
+    # LayerNorm before the ReLU of the value (alpha, beta) heads' hidden layer, so no position switches every
+    # hidden unit off. A config.json without this field is a model saved before it existed (False).
+    head_hidden_norm: bool = True
     # search
     search: Literal["gumbel", "puct"] = "gumbel"
     # The search of the trained network as a player (periodic evaluation, eval, arena, play, engines);
@@ -207,7 +210,7 @@ class Config:
         unknown = sorted(set(d) - names)
         if unknown:
             raise ValueError(f"unknown config field(s): {', '.join(unknown)}")
-        return cls(**{"legacy_heads": True, **d})
+        return cls(**{"legacy_heads": True, "head_hidden_norm": False, **d})
 
     @classmethod
     def from_json(cls, text: str) -> Config:
@@ -327,7 +330,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         # without it nearly every game of a young network is drawn and its value learns nothing
         # (results/models/chess_quick/README.md).
         "quick": dict(num_blocks=4, num_channels=32, num_simulations=16, num_envs=64,
-                      moves_per_step=16, replay_size=65536, min_replay_size=4096, batch_size=256,
+                      moves_per_step=16, replay_size=32768, min_replay_size=4096, batch_size=256,
                       sgd_steps_per_step=4, num_steps=400, temperature_moves=20, eval_every=0,
                       dirichlet_alpha=0.3, adjudicate_plies=160, adjudicate_margin=3.0, swa_decay=0.99),
         "full": dict(num_blocks=10, num_channels=128, num_simulations=200, num_envs=1024,

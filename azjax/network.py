@@ -62,16 +62,25 @@ class HeadConv(nn.Module):
 
 
 class ScalarHead(nn.Module):
-    """AlphaZero's value head before its squashing: `HeadConv`, dense + ReLU, dense -> [B] (compute dtype)."""
+    """AlphaZero's value head before its squashing: `HeadConv`, dense (+ LayerNorm) + ReLU, dense -> [B].
+
+    With `hidden_norm` the hidden layer is normalised over its units before the ReLU, so no position can
+    switch every hidden unit off: without it a chess run left all 32 below zero on every opening position,
+    and the value there was the output bias alone (results/models/chess_quick).
+    """
 
     filters: int
     hidden: int
     dtype: Any
+    hidden_norm: bool = True
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         v = HeadConv(self.filters, self.dtype, name="conv")(x)
-        v = nn.relu(nn.Dense(self.hidden, dtype=self.dtype)(v))
+        v = nn.Dense(self.hidden, dtype=self.dtype)(v)
+        if self.hidden_norm:
+            v = nn.LayerNorm(dtype=self.dtype, name="hidden_norm")(v)
+        v = nn.relu(v)
         return nn.Dense(1, dtype=self.dtype)(v)[:, 0]
 
 
@@ -93,6 +102,7 @@ class PolicyValueNet(nn.Module):
     value_head: str = "tanh"
     beta_scale: float = 1.0  # c in beta = c * exp(beta*) (SAI: 10 / intersections)
     legacy_heads: bool = False  # `Config.legacy_heads`: the unnormalised heads of older saved models
+    head_hidden_norm: bool = True  # `Config.head_hidden_norm`: LayerNorm in the scalar heads' hidden layer
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, ...]:
@@ -108,7 +118,8 @@ class PolicyValueNet(nn.Module):
         logits = nn.Dense(self.num_actions, dtype=self.dtype)(p)
 
         def scalar_head(name: str) -> jax.Array:
-            return ScalarHead(VALUE_HEAD_FILTERS, self.num_channels, self.dtype, name=name)(x).astype(jnp.float32)
+            head = ScalarHead(VALUE_HEAD_FILTERS, self.num_channels, self.dtype, self.head_hidden_norm, name=name)
+            return head(x).astype(jnp.float32)
 
         if self.value_head == "sai":
             alpha = scalar_head("alpha_head")

@@ -11,9 +11,9 @@ import pytest
 
 from azjax import build
 from azjax.build import init_params, make_network
-from azjax.config import preset
+from azjax.config import Config, preset
 from azjax.games import make_game
-from azjax.network import HeadConv, head_health
+from azjax.network import HeadConv, ScalarHead, head_health
 from azjax.train import HeadWatch
 from azjax.train.loop import Trainer
 
@@ -84,6 +84,36 @@ def test_head_conv_keeps_units_active_when_every_preactivation_is_negative() -> 
     plain, active = map(float, plain_and_normalised_active(x))
     assert plain == 0.0
     assert 0.3 < active < 0.7
+
+
+def test_scalar_head_hidden_layer_cannot_switch_every_unit_off() -> None:
+    """A hidden layer whose units are all below zero on a position gives that position the output bias alone
+    (the chess value that was -0.008 on every opening); normalised over its units, it stays a function of the
+    position."""
+    x = jnp.asarray(np.random.default_rng(0).standard_normal((16, 8, 8, 8)), jnp.float32)
+
+    @jax.jit
+    def outputs(x):
+        result = []
+        for hidden_norm in (False, True):
+            head = ScalarHead(filters=4, hidden=8, dtype=jnp.float32, hidden_norm=hidden_norm)
+            params = head.init(jax.random.key(1), x)
+            dense = params["params"]["Dense_0"]
+            dense["bias"] = jnp.full_like(dense["bias"], -100.0)  # every hidden pre-activation below zero
+            result.append(head.apply(params, x))
+        return result
+
+    plain, normalised = map(np.asarray, outputs(x))
+    assert np.std(plain) == 0.0
+    assert np.std(normalised) > 1e-3
+
+
+def test_old_configs_load_with_the_heads_they_were_saved_with() -> None:
+    """A config.json from before `head_hidden_norm` (or `legacy_heads`) existed is a model with those heads."""
+    saved = {k: v for k, v in Config().to_dict().items() if k not in ("head_hidden_norm", "legacy_heads")}
+    old = Config.from_dict(saved)
+    assert not old.head_hidden_norm and old.legacy_heads
+    assert Config.from_dict(Config().to_dict()) == Config()
 
 
 def test_head_health_names_every_head_of_both_networks() -> None:

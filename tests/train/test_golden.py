@@ -7,7 +7,8 @@ what azjax computes must regenerate them on purpose and say why in its commit:
     AZJAX_REGEN_GOLDEN=1 python -m pytest tests/train/test_golden.py
 
 The tiny configs are those of other tests, so their compiled programs come from the shared cache.
-Regenerated: normalised heads and the one move chooser (issue "Every game learns").
+Regenerated: normalised heads and the one move chooser (issue "Every game learns"); the loop runs again for
+the LayerNorm in the scalar heads' hidden layer (`head_hidden_norm`).
 """
 
 from __future__ import annotations
