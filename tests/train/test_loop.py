@@ -79,7 +79,7 @@ def test_loop_with_q_mixed_targets_stores_root_values(tiny_overrides):
     trainer = Trainer(cfg)
     state = trainer.init(0)
     losses = []  # of the steps that ran SGD, as in test_step_plays_writes_and_learns
-    for _ in range(6):
+    for _ in range(12):  # enough moves for games to end and SGD to start, whatever the untrained net plays
         state, m = trainer.step(state)
         if bool(m["sgd_applied"]):
             losses.append(float(m["loss"]))
