@@ -61,18 +61,16 @@ def game_named(name: str, komi: float | None = None, start: str | None = None, a
     return _game(name, komi, start, adjudicate)
 
 
-def config_game(config: Config) -> Game:
-    """The game a config trains on: its komi (Go), its start position and self-play adjudication (chess)."""
-    if config.game != "chess":
-        return game_named(config.game, config.komi)
-    return game_named(config.game, start=config.start, adjudicate_plies=config.adjudicate_plies,
-                      adjudicate_margin=config.adjudicate_margin)
-
-
 def play_game(config: Config) -> Game:
-    """The game a trained config is played at by a person: `config_game` under the game's own rules (no
-    adjudication)."""
+    """The config's game under its own rules: its komi (Go) and its start position (chess)."""
     return game_named(config.game, config.komi, config.start if config.game == "chess" else None)
+
+
+def config_game(config: Config) -> Game:
+    """The game a config trains on: `play_game`, with self-play adjudication where the config asks for it."""
+    if not config.adjudicate_plies:
+        return play_game(config)
+    return game_named(config.game, config.komi, config.start, config.adjudicate_plies, config.adjudicate_margin)
 
 
 def board_game(config: Config) -> Game:

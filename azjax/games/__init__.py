@@ -391,8 +391,7 @@ class Chess(Game):
         if self.adjudicate_plies:
             at_cap = ~env.terminated & (env._step_count >= self.adjudicate_plies)
             mover_result = material_result(env._x.board, self.adjudicate_margin)
-            rewards = jnp.zeros(2, jnp.float32).at[env.current_player].set(mover_result)
-            rewards = rewards.at[1 - env.current_player].set(-mover_result)
+            rewards = jnp.where(jnp.arange(2) == env.current_player, mover_result, -mover_result)  # by player id
             env = env.replace(
                 terminated=env.terminated | at_cap,
                 rewards=jnp.where(at_cap, rewards, env.rewards),
