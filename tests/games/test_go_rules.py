@@ -9,7 +9,7 @@ import pgx.go
 import pytest
 from pgx._src.games import go as pgx_go
 
-from azjax.games.go_rules import chain_liberties, go_env
+from azjax.games.go_rules import chain_liberties, go_env, neighbour_sum
 
 
 def _random_games(env, key, num_games: int, plies: int):  # noqa: ANN001, ANN202
@@ -51,3 +51,10 @@ def test_chain_liberties_count_what_touches_each_chain():
     expected = pgx_go._count(pgx_go.GameState(board=board), 3)
     for ours, theirs in zip((count, index_sum, index_squares), expected, strict=True):
         np.testing.assert_array_equal(ours, theirs)
+
+
+def test_neighbour_sum_counts_the_on_board_neighbours_of_each_point():
+    counts = np.asarray(neighbour_sum(jnp.ones(25, jnp.int32), 5)).reshape(5, 5)
+    assert counts[0, 0] == counts[4, 4] == 2 and counts[0, 2] == counts[2, 4] == 3 and counts[2, 2] == 4
+    marked = np.asarray(neighbour_sum(jnp.zeros(25, jnp.int32).at[7].set(1), 5))  # row 1, column 2
+    assert sorted(np.flatnonzero(marked)) == [2, 6, 8, 12]
