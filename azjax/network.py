@@ -130,21 +130,24 @@ class PolicyValueNet(nn.Module):
 
     def _legacy_heads(self, x: jax.Array) -> tuple[jax.Array, ...]:
         """The heads of models saved before `HeadConv`: 1x1 convs (2 filters for the policy, 1 for each
-        scalar head) and ReLU without normalisation. Kept so those models load; they report no health."""
+        scalar head) and ReLU without normalisation. Kept so those models load and resume; their health is
+        sown as `intermediates/<head>_active` (a dead one reads 0)."""
 
-        def head_conv(filters: int) -> jax.Array:
+        def head_conv(filters: int, head: str) -> jax.Array:
             h = nn.relu(nn.Conv(filters, (1, 1), dtype=self.dtype)(x))
+            self.sow("intermediates", f"{head}_active", jnp.mean((h > 0).astype(jnp.float32)))
             return h.reshape(h.shape[0], -1)
 
-        def scalar_head() -> jax.Array:
-            v = nn.relu(nn.Dense(self.num_channels, dtype=self.dtype)(head_conv(1)))
+        def scalar_head(head: str) -> jax.Array:
+            v = nn.relu(nn.Dense(self.num_channels, dtype=self.dtype)(head_conv(1, head)))
             return nn.Dense(1, dtype=self.dtype)(v)[:, 0].astype(jnp.float32)
 
-        logits = nn.Dense(self.num_actions, dtype=self.dtype)(head_conv(2)).astype(jnp.float32)
+        # The calls keep their order: flax names the unnamed layers by it, and the saved parameters by those names.
+        logits = nn.Dense(self.num_actions, dtype=self.dtype)(head_conv(2, "policy_head")).astype(jnp.float32)
         if self.value_head == "sai":
-            alpha, beta_star = scalar_head(), scalar_head()
+            alpha, beta_star = scalar_head("alpha_head"), scalar_head("beta_head")
             return logits, alpha, self.beta_scale * jnp.exp(jnp.clip(beta_star, -15.0, 15.0))
-        return logits, jnp.tanh(scalar_head())
+        return logits, jnp.tanh(scalar_head("value_head"))
 
 
 def head_health(intermediates: Any) -> dict[str, jax.Array]:
@@ -152,7 +155,9 @@ def head_health(intermediates: Any) -> dict[str, jax.Array]:
     collection of an `apply(..., mutable=["intermediates"])`."""
     found = {}
     for name, sub in intermediates.items():
-        if name.endswith("_head"):
+        if name.endswith("_active"):  # legacy heads
+            found[name] = sub[0]
+        elif name.endswith("_head"):
             active = sub["active"] if "active" in sub else sub["conv"]["active"]
             found[f"{name}_active"] = active[0]
     return found

@@ -15,7 +15,7 @@ from azjax.config import Config, preset
 from azjax.games import make_game
 from azjax.network import HeadConv, ScalarHead, head_health
 from azjax.train import HeadWatch
-from azjax.train.loop import Trainer
+from azjax.train.loop import Trainer, with_head_health
 
 
 def _value_spread(trainer: Trainer, params, obs: jax.Array) -> float:
@@ -157,3 +157,15 @@ def test_head_watch_warns_when_no_unit_after_a_head_conv_is_active() -> None:
     rows = [{"step": i, "sgd_applied": 1, "value_std": 0.3, "value_head_active": 0.0} for i in range(4)]
     said = [w for row in rows for w in watch.update(row)]
     assert len(said) == 1 and "fraction of active units" in said[0]
+
+
+def test_a_model_with_the_old_heads_reports_their_health_so_it_can_resume_training() -> None:
+    cfg = preset("connect_four", num_blocks=1, num_channels=8, legacy_heads=True, head_hidden_norm=False)
+    net = make_network(cfg, make_game("connect_four"))
+    obs = jnp.zeros((2, 6, 7, 2))
+    params = net.init(jax.random.key(0), obs)
+    (logits, value), health = with_head_health(net.apply)(params, obs)
+    assert logits.shape == (2, 7) and value.shape == (2,)
+    assert set(health) == {"policy_head_active", "value_head_active"}
+    assert all(0.0 <= float(v) <= 1.0 for v in health.values())
+    Trainer(cfg)  # builds its loss with the heads' health, as a resumed run does
