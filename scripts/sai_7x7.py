@@ -91,7 +91,7 @@ def plot(curves: dict[str, list[list[float]]], file: Path, title: str) -> None:
     ax.plot([t / 60 for t, _ in pairs], [v for _, v in pairs], lw=1.2, label="empty board: Black's expected board lead")
     ax.axhline(PERFECT_PLAY_BLACK_LEAD, color="k", ls="--", lw=0.8, label="perfect play (Black +9)")
     ax.set_ylabel("alpha0 (points)")
-    ax.set_title(title)
+    ax.set_title(title, fontsize="medium", wrap=True)
     ax.grid(alpha=0.3)
     ax.legend(loc="lower right")
     for name, style in (("empty_board_beta", "-"), ("alpha_std", "--"), ("beta_std", ":")):
