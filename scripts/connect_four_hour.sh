@@ -3,7 +3,7 @@
 # network on all six of Pascal Pons' test sets (64 and 256 visits) and plays OpenSpiel's MCTS-Solver
 # at 1000 simulations (40 games, 256 visits). Writes:
 #   results/connect_four_hour/{config.json,metrics.csv,eval.csv,curves.png,train_log.txt}
-#   results/connect_four_hour/pons_sims{64,256}.json, vs_mcts_solver1000.json
+#   results/connect_four_hour/pons_sims{64,256}.json, pons_policy.json (no search), vs_mcts_solver1000.json
 #   results/models/connect_four_hour/{config.json,params.msgpack}
 # Needs open-spiel (pip install open-spiel), a script-only dependency.
 set -euo pipefail
@@ -19,4 +19,5 @@ cp "$RUN"/{curves.png,metrics.csv,eval.csv,config.json} "$OUT/"
 for sims in 64 256; do
   python scripts/pons_benchmark.py "$MODEL:$sims" --out "$OUT/pons_sims$sims.json"
 done
+python scripts/pons_benchmark.py "policy:$MODEL" --out "$OUT/pons_policy.json"
 python scripts/vs_mcts_solver.py "$MODEL:256" --simulations 1000 --games 40 --out "$OUT/vs_mcts_solver1000.json"
