@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Connect Four from scratch in an hour on a CPU: trains the `hour` preset, then grades the final
-# network on all six of Pascal Pons' test sets (64 and 256 visits, and its policy alone) and plays OpenSpiel's MCTS-Solver
-# at 1000 simulations (40 games, 256 visits). Writes:
+# network on all six of Pascal Pons' test sets (64 and 256 visits, and its policy alone) and plays
+# OpenSpiel's MCTS-Solver at 1000 simulations (40 games, 256 visits). Writes:
 #   results/connect_four_hour/{config.json,metrics.csv,eval.csv,curves.png,train_log.txt}
 #   results/connect_four_hour/pons_sims{64,256}.json, pons_policy.json (no search), vs_mcts_solver1000.json
 #   results/models/connect_four_hour/{config.json,params.msgpack}
