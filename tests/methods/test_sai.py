@@ -554,3 +554,63 @@ def test_sai_7x7_script_end_to_end(tmp_path) -> None:
     assert (tmp_path / "sai_7x7.png").stat().st_size > 0
     assert sorted(p.name for p in (tmp_path / "model").iterdir()) == ["config.json", "params.msgpack"]
     assert json.loads((tmp_path / "model" / "config.json").read_text())["value_head"] == "sai"
+
+
+# ---------------------------------------------------------------- scripts/sai_komi_curve.py
+
+
+def _komi_curve_script():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("sai_komi_curve", ROOT / "scripts" / "sai_komi_curve.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sai_komi_curve"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_komi_curve_fit_recovers_the_sigmoid_that_made_the_scores() -> None:
+    curve = _komi_curve_script()
+    komis = np.array([-10.5, -0.5, 4.5, 8.5, 9.5, 14.5, 19.5, 29.5])
+    for alpha, beta in ((9.0, 0.3), (6.2, 0.08), (-3.0, 1.2)):
+        scores = 1.0 / (1.0 + np.exp(-beta * (alpha - komis)))
+        fit_alpha, fit_beta = curve.fit_sigmoid(komis, scores, np.full(8, 1000.0))
+        assert fit_alpha == pytest.approx(alpha, abs=0.02) and fit_beta == pytest.approx(beta, rel=0.02)
+
+
+def test_komi_curve_fit_puts_a_clean_drop_between_the_komis_where_it_happens() -> None:
+    # Perfect 7x7 play: Black wins every game at komi 8.5 and loses every game at 9.5.
+    curve = _komi_curve_script()
+    komis = np.array([4.5, 8.5, 9.5, 14.5])
+    alpha, beta = curve.fit_sigmoid(komis, np.array([1.0, 1.0, 0.0, 0.0]), np.full(4, 64.0))
+    assert 8.5 < alpha < 9.5 and beta > 0.9 * curve.MAX_SLOPE
+    low, high = curve.bootstrap_alpha(komis, np.array([0.9, 0.6, 0.4, 0.1]), np.full(4, 64.0),
+                                      np.random.default_rng(0), resamples=50)
+    assert low < 9.0 < high
+
+
+def test_komi_curve_script_plays_each_komi_and_writes_the_fit_beside_the_nets_sigmoid(tmp_path) -> None:
+    from azjax.build import init_params, make_network
+    from azjax.checkpoint import save_config, save_params
+
+    config = Config(game="go_7x7", value_head="sai", num_blocks=1, num_channels=8, num_simulations=2,
+                    temperature_moves=4)
+    save_config(tmp_path / "model", config)
+    save_params(tmp_path / "model", init_params(make_network(config, make_game("go_7x7")), make_game("go_7x7"),
+                                                jax.random.key(0)))
+    out, png = tmp_path / "curve.json", tmp_path / "curve.png"
+    argv = [str(tmp_path / "model"), "--komis", "20.5", "-20.5", "--games", "4", "--out", str(out), "--plot", str(png)]
+    assert _komi_curve_script().main(argv) == 0
+    data = json.loads(out.read_text())
+    assert data["command"].startswith("python scripts/sai_komi_curve.py ")
+    assert [r["komi"] for r in data["komis"]] == [-20.5, 20.5] and data["perfect_play_black_lead"] == 9.0
+    assert all(r["games"] == 4 and 0 <= r["black_score"] <= 1 for r in data["komis"])
+    low, high = (r["net_black_winrate"] for r in data["komis"])
+    assert low > high  # the net's sigmoid falls with komi
+    assert data["simulations"] == 2 and data["temperature_moves"] == 4
+    assert np.isfinite(data["selfplay_fit"]["black_lead"]) and png.stat().st_size > 0
+
+
+def test_komi_curve_script_refuses_a_model_without_a_sai_head(c4_quick_untrained, tmp_path) -> None:
+    with pytest.raises(SystemExit, match="not a SAI model"):
+        _komi_curve_script().main([str(c4_quick_untrained), "--out", str(tmp_path / "x.json")])
