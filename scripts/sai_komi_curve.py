@@ -2,7 +2,7 @@
 empty board: the data that pins SAI's empty-board estimate (METHODS.md section 2).
 
     python scripts/sai_komi_curve.py results/models/go_7x7_sai [--komis -10.5 -0.5 4.5 8.5 9.5 14.5 19.5 29.5]
-        [--games 128] [--simulations N] [--temperature_moves N] [--seed 0]
+        [--games 128] [--simulations N] [--temperature_moves N] [--gumbel_scale G] [--seed 0]
         [--out results/sai_7x7_komi_curve.json] [--plot results/sai_7x7_komi_curve.png]
 
 SAI trains the empty-board sigmoid rho(k) = sigmoid(beta0 (alpha0 - k)) (Black's winrate at komi k) on
@@ -47,6 +47,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="visits per move (default: the model's training visits)")
     p.add_argument("--temperature_moves", type=int, default=None,
                    help="plies drawn from the policy target (default: the model's temperature window)")
+    p.add_argument("--gumbel_scale", type=float, default=None,
+                   help="Gumbel search's root noise scale in self-play (default: the model's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="results/sai_7x7_komi_curve.json")
     p.add_argument("--plot", default=None, help="PNG of the curve (default: none)")
@@ -137,7 +139,9 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     config, params = load_model(args.model)
     if config.value_head != "sai":
         raise SystemExit(f"{args.model} is not a SAI model (value_head={config.value_head!r})")
-    config = dataclasses.replace(config, num_simulations=args.simulations or config.num_simulations)
+    config = dataclasses.replace(
+        config, num_simulations=args.simulations or config.num_simulations,
+        gumbel_scale=config.gumbel_scale if args.gumbel_scale is None else args.gumbel_scale)
     window = config.temperature_moves if args.temperature_moves is None else args.temperature_moves
     board = board_game(config)
     net = sai_readout(config, board, params, board.init(jax.random.key(0)))
@@ -159,6 +163,7 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
         game=config.game,
         simulations=config.num_simulations,
         temperature_moves=window,
+        gumbel_scale=config.gumbel_scale,
         games_per_komi=args.games,
         net=dict(empty_board_black_lead=net.black_lead, empty_board_beta=net.beta),
         selfplay_fit=dict(black_lead=alpha, black_lead_low=low, black_lead_high=high, beta=beta,

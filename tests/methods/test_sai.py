@@ -599,7 +599,8 @@ def test_komi_curve_script_plays_each_komi_and_writes_the_fit_beside_the_nets_si
     save_params(tmp_path / "model", init_params(make_network(config, make_game("go_7x7")), make_game("go_7x7"),
                                                 jax.random.key(0)))
     out, png = tmp_path / "curve.json", tmp_path / "curve.png"
-    argv = [str(tmp_path / "model"), "--komis", "20.5", "-20.5", "--games", "4", "--out", str(out), "--plot", str(png)]
+    argv = [str(tmp_path / "model"), "--komis", "20.5", "-20.5", "--games", "4", "--gumbel_scale", "0.5",
+            "--out", str(out), "--plot", str(png)]
     assert _komi_curve_script().main(argv) == 0
     data = json.loads(out.read_text())
     assert data["command"].startswith("python scripts/sai_komi_curve.py ")
@@ -607,7 +608,7 @@ def test_komi_curve_script_plays_each_komi_and_writes_the_fit_beside_the_nets_si
     assert all(r["games"] == 4 and 0 <= r["black_score"] <= 1 for r in data["komis"])
     low, high = (r["net_black_winrate"] for r in data["komis"])
     assert low > high  # the net's sigmoid falls with komi
-    assert data["simulations"] == 2 and data["temperature_moves"] == 4
+    assert data["simulations"] == 2 and data["temperature_moves"] == 4 and data["gumbel_scale"] == 0.5
     assert np.isfinite(data["selfplay_fit"]["black_lead"]) and png.stat().st_size > 0
 
 
