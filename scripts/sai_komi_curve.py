@@ -61,12 +61,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def wilson(score: float, n: int) -> tuple[float, float]:
-    from azjax.play.arena import wilson_interval
-
-    return wilson_interval(score, n)
-
-
 def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-x))
 
@@ -109,7 +103,7 @@ def selfplay_at_komi(config: Any, params: Any, komi: float, games: int, temperat
 
     from azjax.build import cached_evaluator, game_named, search_spec
     from azjax.games import board_arrays, board_lead_black
-    from azjax.play.arena import play_games
+    from azjax.play.arena import play_games, wilson_interval
     from azjax.play.selfplay_stats import first_player_outcomes, replay_moves, temperature_agent
 
     game = game_named(config.game, komi=komi)
@@ -121,7 +115,7 @@ def selfplay_at_komi(config: Any, params: Any, komi: float, games: int, temperat
     lead = np.asarray(jax.vmap(board_lead_black, (0, None))(board_arrays(final), game.size))
     wins, draws = int(np.sum(black > 0)), int(np.sum(black == 0))
     score = (wins + draws / 2) / games
-    low, high = wilson(score, games)
+    low, high = wilson_interval(score, games)
     return dict(komi=komi, games=games, black_wins=wins, draws=draws,
                 unfinished=int(np.sum(~np.asarray(records.terminated))), black_score=score, black_score_low=low,
                 black_score_high=high, mean_black_lead=float(lead.mean()), median_black_lead=float(np.median(lead)),
