@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.special import expit as sigmoid  # the logistic function, without overflow warnings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -59,10 +60,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         if not math.isfinite(k) or float(k).is_integer():
             p.error(f"komis must be finite half-integers (no jigo), got {k}")
     return args
-
-
-def sigmoid(x: np.ndarray) -> np.ndarray:
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 def fit_sigmoid(komis: np.ndarray, scores: np.ndarray, games: np.ndarray) -> tuple[float, float]:

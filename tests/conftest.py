@@ -3,9 +3,12 @@ different tests compile once, also across pytest-xdist workers) and tiny configs
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 import tempfile
 from pathlib import Path
+from types import ModuleType
 
 # The tests are compile-bound (tiny configs, a few steps): XLA's CPU backend at LLVM optimisation level 0
 # compiles the loop ~2-3x faster and runs it a few times slower, a net win for every test here. Numerics
@@ -58,6 +61,18 @@ def chess_tiny_overrides(tiny_overrides: dict) -> dict:
     """A tiny chess loop; its games (up to 512 plies) do not end within it."""
     return {**tiny_overrides, "num_envs": 4, "batch_size": 4, "num_simulations": 2, "min_replay_size": 4,
             "moves_per_step": 8, "num_steps": 4, "replay_size": 64}
+
+
+SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
+
+
+def load_script(name: str) -> ModuleType:
+    """scripts/NAME.py as a module (registered in sys.modules: dataclasses look their module up while it runs)."""
+    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
 
 
 ENGINE_VISITS = 4  # the untrained models' search budget (eval_simulations)

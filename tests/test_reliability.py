@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import load_script
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -367,18 +368,8 @@ def _error_lines(err: str) -> str:
 # ---------------------------------------------------------------- flat memory
 
 
-def _memory_soak():
-    import importlib.util
-
-    file = Path(__file__).parent.parent / "scripts" / "memory_soak.py"
-    spec = importlib.util.spec_from_file_location("memory_soak", file)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_memory_is_flat_only_when_the_heap_stays_within_ten_percent_of_its_five_minute_value():
-    soak = _memory_soak()
+    soak = load_script("memory_soak")
     # [seconds, anonymous MiB, total MiB]: the total falls when the kernel drops file pages; the heap is flat.
     flat = soak.summarize([[0.0, 90.0, 100.0], [300.0, 1000.0, 1400.0], [1800.0, 1050.0, 1100.0],
                            [3600.0, 990.0, 1390.0]], budget_s=3600.0)
@@ -420,7 +411,7 @@ def test_the_memory_soak_samples_a_running_command_and_keeps_other_sections(tmp_
     code = "import sys, time; time.sleep(1.5); assert sys.argv[-2:] == ['--minutes', '0.5']"
     argv = ["--minutes", "0.5", "--every", "0.2", "--out", str(out), "--log", str(tmp_path / "log"),
             "--", sys.executable, "-c", code]
-    assert _memory_soak().main(argv) == 0
+    assert load_script("memory_soak").main(argv) == 0
     data = json.loads(out.read_text())
     assert data["fuzz"] == {"lines": 1} and data["memory"]["exit_code"] == 0
     assert len(data["memory"]["samples"]) >= 3 and all(m > 0 for _, _, m in data["memory"]["samples"])

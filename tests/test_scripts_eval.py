@@ -3,7 +3,6 @@ search-contempt odds experiment (tiny models, a few dozen positions, a few games
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import load_script
 
 from azjax.build import game_named as base_game
 from azjax.play.agents import Agent, policy_agent, random_agent
@@ -21,14 +21,6 @@ from azjax.play.selfplay_stats import replay_moves
 ROOT = Path(__file__).resolve().parent.parent
 # The first 8 positions of each of Pons' sets (24 of begin_hard), from /work/shared/benchmarks.
 SAMPLE = ROOT / "tests" / "test_data" / "connect_four_pons_sample.jsonl"
-
-
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the script runs
-    spec.loader.exec_module(module)
-    return module
 
 
 def constant_evaluator(params, states):
@@ -125,7 +117,7 @@ def test_pons_script_writes_error_rates_with_intervals_and_the_command(tiny_mode
     out = tmp_path / "pons.json"
     argv = [f"{tiny_model}:2:search=puct", f"policy:{tiny_model}", "--data", str(SAMPLE),
             "--sets", "begin_hard", "end_easy", "--limit", "8", "--out", str(out)]  # fmt: skip
-    assert _script("pons_benchmark").main(argv) == 0
+    assert load_script("pons_benchmark").main(argv) == 0
     summary = json.loads(out.read_text())
     assert summary["command"].startswith("python scripts/pons_benchmark.py ") and "--sets begin_hard end_easy" in (
         summary["command"])
@@ -143,7 +135,7 @@ def test_pons_script_writes_error_rates_with_intervals_and_the_command(tiny_mode
 
 
 def test_vs_mcts_solver_says_how_to_install_open_spiel_when_it_is_missing(monkeypatch):
-    solver = _script("vs_mcts_solver")
+    solver = load_script("vs_mcts_solver")
     monkeypatch.setitem(sys.modules, "pyspiel", None)  # makes `import pyspiel` fail
     with pytest.raises(SystemExit, match="pip install open-spiel"):
         solver.import_open_spiel()
@@ -151,7 +143,7 @@ def test_vs_mcts_solver_says_how_to_install_open_spiel_when_it_is_missing(monkey
 
 def test_pgx_and_open_spiel_columns_reach_the_same_positions_and_results(game):
     pyspiel = pytest.importorskip("pyspiel")
-    solver = _script("vs_mcts_solver")
+    solver = load_script("vs_mcts_solver")
     spiel_game = pyspiel.load_game("connect_four")
     rng = np.random.default_rng(0)
     step = jax.jit(game.step)
@@ -182,7 +174,7 @@ def test_vs_mcts_solver_script_plays_both_colours_after_each_opening(tiny_model,
     out = tmp_path / "solver.json"
     argv = [f"policy:{tiny_model}", "--games", "4", "--simulations", "20", "--random_opening_plies", "2",
             "--out", str(out)]  # fmt: skip
-    assert _script("vs_mcts_solver").main(argv) == 0
+    assert load_script("vs_mcts_solver").main(argv) == 0
     summary = json.loads(out.read_text())
     assert summary["command"].startswith("python scripts/vs_mcts_solver.py policy:")
     r = summary["result"]
@@ -200,7 +192,7 @@ def test_vs_mcts_solver_script_plays_both_colours_after_each_opening(tiny_model,
 
 
 def test_the_odds_giver_always_moves_second_and_results_are_from_its_view(game):
-    odds = _script("contempt_odds_connect_four")
+    odds = load_script("contempt_odds_connect_four")
     # The opponent's first move is random, then it stacks the rightmost column; the giver stacks the
     # leftmost. The giver, moving second, completes column 1 first unless the random move was in column 7.
     opponent = column_agent("right", rightmost=True)
@@ -222,7 +214,7 @@ def test_contempt_odds_script_writes_cells_and_a_plot(tiny_model, tmp_path):
     out, png = tmp_path / "odds.json", tmp_path / "odds.png"
     argv = ["--checkpoint", tiny_model, "--opponent", "random", "--visits", "4", "--n_scl", "off", "28", "2",
             "--games", "4", "--out", str(out), "--plot", str(png)]  # fmt: skip
-    assert _script("contempt_odds_connect_four").main(argv) == 0
+    assert load_script("contempt_odds_connect_four").main(argv) == 0
     summary = json.loads(out.read_text())
     assert "partial" not in summary and summary["command"].startswith("python scripts/contempt_odds_connect_four.py")
     cells = summary["cells"]
@@ -236,7 +228,7 @@ def test_contempt_odds_script_writes_cells_and_a_plot(tiny_model, tmp_path):
 
 
 def test_variants_summary_pairs_seeds_and_reports_the_area_under_each_curve(tmp_path):
-    variants = _script("variants_connect_four")
+    variants = load_script("variants_connect_four")
     assert variants.area_under_curve([0, 1, 3], [0.4, 0.2, 0.2]) == pytest.approx((0.3 + 0.4) / 3)
 
     def run(variant, seed, errors):
@@ -259,7 +251,7 @@ def test_variants_summary_pairs_seeds_and_reports_the_area_under_each_curve(tmp_
 
 def test_sgd_scan_bench_times_each_form_and_records_its_command(tmp_path):
     out = tmp_path / "sgd_scan.json"
-    assert _script("bench_sgd_scan").main(["--repeats", "2", "--rounds", "1", "--out", str(out)]) == 0
+    assert load_script("bench_sgd_scan").main(["--repeats", "2", "--rounds", "1", "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["command"].startswith("python scripts/bench_sgd_scan.py --repeats 2")
     for name in ("forward", "gradient"):
@@ -269,7 +261,7 @@ def test_sgd_scan_bench_times_each_form_and_records_its_command(tmp_path):
 
 def test_go_rules_bench_times_both_rule_sets_and_records_its_command(tmp_path):
     out = tmp_path / "go_rules.json"
-    assert _script("bench_go_rules").main(["--sizes", "7", "--batches", "4", "--plies", "2", "--rounds", "1",
+    assert load_script("bench_go_rules").main(["--sizes", "7", "--batches", "4", "--plies", "2", "--rounds", "1",
                                            "--out", str(out)]) == 0
     data = json.loads(out.read_text())
     assert data["command"].startswith("python scripts/bench_go_rules.py --sizes 7")

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import load_script
 from scipy import integrate, stats
 
 from azjax.config import Config, preset
@@ -559,18 +560,8 @@ def test_sai_7x7_script_end_to_end(tmp_path) -> None:
 # ---------------------------------------------------------------- scripts/sai_komi_curve.py
 
 
-def _komi_curve_script():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("sai_komi_curve", ROOT / "scripts" / "sai_komi_curve.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["sai_komi_curve"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_komi_curve_fit_recovers_the_sigmoid_that_made_the_scores() -> None:
-    curve = _komi_curve_script()
+    curve = load_script("sai_komi_curve")
     komis = np.array([-10.5, -0.5, 4.5, 8.5, 9.5, 14.5, 19.5, 29.5])
     for alpha, beta in ((9.0, 0.3), (6.2, 0.08), (-3.0, 1.2)):
         scores = 1.0 / (1.0 + np.exp(-beta * (alpha - komis)))
@@ -580,7 +571,7 @@ def test_komi_curve_fit_recovers_the_sigmoid_that_made_the_scores() -> None:
 
 def test_komi_curve_fit_puts_a_clean_drop_between_the_komis_where_it_happens() -> None:
     # Perfect 7x7 play: Black wins every game at komi 8.5 and loses every game at 9.5.
-    curve = _komi_curve_script()
+    curve = load_script("sai_komi_curve")
     komis = np.array([4.5, 8.5, 9.5, 14.5])
     alpha, beta = curve.fit_sigmoid(komis, np.array([1.0, 1.0, 0.0, 0.0]), np.full(4, 64.0))
     assert 8.5 < alpha < 9.5 and beta > 0.9 * curve.MAX_SLOPE
@@ -601,7 +592,7 @@ def test_komi_curve_script_plays_each_komi_and_writes_the_fit_beside_the_nets_si
     out, png = tmp_path / "curve.json", tmp_path / "curve.png"
     argv = [str(tmp_path / "model"), "--komis", "20.5", "-20.5", "--games", "4", "--gumbel_scale", "0.5",
             "--out", str(out), "--plot", str(png)]
-    assert _komi_curve_script().main(argv) == 0
+    assert load_script("sai_komi_curve").main(argv) == 0
     data = json.loads(out.read_text())
     assert data["command"].startswith("python scripts/sai_komi_curve.py ")
     assert [r["komi"] for r in data["komis"]] == [-20.5, 20.5] and data["perfect_play_black_lead"] == 9.0
@@ -614,4 +605,4 @@ def test_komi_curve_script_plays_each_komi_and_writes_the_fit_beside_the_nets_si
 
 def test_komi_curve_script_refuses_a_model_without_a_sai_head(c4_quick_untrained, tmp_path) -> None:
     with pytest.raises(SystemExit, match="not a SAI model"):
-        _komi_curve_script().main([str(c4_quick_untrained), "--out", str(tmp_path / "x.json")])
+        load_script("sai_komi_curve").main([str(c4_quick_untrained), "--out", str(tmp_path / "x.json")])

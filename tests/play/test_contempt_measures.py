@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import importlib.util
 import json
 import math
 import os
@@ -16,6 +15,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from conftest import load_script
 
 from azjax.games import GameState, chess_state_from_fen
 from azjax.play.material import adjudicate_by_material, capture_values, material_diff, material_evaluator
@@ -30,13 +30,6 @@ from azjax.play.selfplay_stats import (
 
 ROOT = Path(__file__).resolve().parents[2]
 STOCKFISH = "/usr/games/stockfish"
-
-
-def _script(name: str):
-    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 # ---------------------------------------------------------------- statistics
@@ -220,7 +213,7 @@ def test_contempt_sweep_checkpoint_cli(c4_quick_untrained, tmp_path):
 
 
 def test_contempt_sweep_chess_material(tmp_path):
-    sweep = _script("contempt_sweep")
+    sweep = load_script("contempt_sweep")
     out = tmp_path / "sweep.json"
     argv = ["--game", "chess", "--evaluator", "material", "--games", "2", "--sims", "4", "--max_moves", "6",
             "--settings", "2:0", "2:1", "--adjudicate", "3", "--capture_prior", "1", "--out", str(out),
@@ -236,7 +229,7 @@ def test_contempt_sweep_chess_material(tmp_path):
 
 
 def test_odds_match_search_opponent(tmp_path):
-    odds = _script("odds_match")
+    odds = load_script("odds_match")
     out = tmp_path / "odds.json"
     argv = ["--start", "knight_odds", "--budgets", "4", "--methods", "puct", "--games", "2", "--opponent", "search:2",
             "--max_moves", "6",
@@ -257,7 +250,7 @@ def test_odds_match_search_opponent(tmp_path):
 
 @pytest.mark.skipif(not os.path.exists(STOCKFISH), reason=f"Stockfish not installed at {STOCKFISH}")
 def test_odds_match_stockfish(tmp_path):
-    odds = _script("odds_match")
+    odds = load_script("odds_match")
     with odds.UCIClient([STOCKFISH], options={"Skill Level": 0}) as engine:
         move = odds.engine_move(engine, START, 5)
         assert move is not None and len(move) in (4, 5)
