@@ -17,10 +17,11 @@ checkpoint from another config fails with a message instead of silently loading.
 
 Crashes (SIGKILL, power loss) never leave a checkpoint that a resume would load half-written: orbax
 writes each step into a temporary directory and renames it when complete, and after that azjax writes
-a manifest (`azjax_manifest.json`: every file's size and SHA-256). `StateCheckpointer.latest_step`
-(what a resume starts from) removes temporary directories of interrupted writes and skips, with a
-message, any newest step whose files do not match its manifest (or, without a manifest, whose orbax
-metadata cannot be read), moving it to `checkpoints/damaged/` and falling back to the last complete one.
+a manifest (`azjax_manifest.json`: every file's size and SHA-256, and how many devices wrote it: a resume
+needs as many). `StateCheckpointer.latest_step` (what a resume starts from) removes temporary directories
+of interrupted writes and skips, with a message, any newest step whose files do not match its manifest (or,
+without a manifest, whose orbax metadata cannot be read), moving it to `checkpoints/damaged/` and falling
+back to the last complete one.
 Small files (config, parameters, JSON results) are written to a temporary file and renamed.
 """
 
@@ -189,13 +190,29 @@ class StateCheckpointer:
         if jax.process_index() == 0:
             files = {str(f.relative_to(step_dir)): [f.stat().st_size, _sha256(f)]
                      for f in sorted(step_dir.rglob("*")) if f.is_file() and f.name != MANIFEST_FILE}
-            _atomic_write(step_dir / MANIFEST_FILE, json.dumps({"step": step, "files": files}, indent=1).encode())
+            manifest = {"step": step, "devices": jax.device_count(), "files": files}
+            _atomic_write(step_dir / MANIFEST_FILE, json.dumps(manifest, indent=1).encode())
 
     def _reload(self) -> None:
         self.manager.reload()
 
+    def saved_devices(self, step: int) -> int | None:
+        """How many devices wrote checkpoint `step` (None: not recorded, as by an older azjax)."""
+        try:
+            devices = json.loads((self.directory / str(step) / MANIFEST_FILE).read_text()).get("devices")
+        except (OSError, ValueError, AttributeError):
+            return None
+        return devices if isinstance(devices, int) else None
+
     def restore(self, step: int, template: Any) -> Any:
         """The state saved at `step`, in the structure (and shardings) of `template`."""
+        # Games and the replay are split per device (azjax.train.loop.local_sizes): the arrays of a state saved
+        # by N devices have the shapes M devices need, but not their layout.
+        devices = self.saved_devices(step)
+        if devices is not None and devices != jax.device_count():
+            raise CheckpointError(
+                f"checkpoint {self.directory / str(step)} was written by {devices} device(s), this process has "
+                f"{jax.device_count()}: resume on {devices} (on a CPU: AZJAX_CPU_DEVICES={devices})")
         leaves, treedef = jax.tree.flatten(template)
         abstract = {"leaves": _leaf_dict([
             jax.ShapeDtypeStruct(x.shape, x.dtype, sharding=getattr(x, "sharding", None)) for x in leaves])}

@@ -7,6 +7,10 @@ accelerators of every host, and the loop's mesh (`azjax.train.loop.Trainer`) spa
 before anything starts JAX's backend, and importing pgx does (azjax.games), so `azjax.cli` calls it
 before its other imports and a script calls it first thing. This module imports nothing of azjax.
 
+On one host with no accelerator, `AZJAX_CPU_DEVICES=N` (or `auto`, one per core) splits the CPU into N JAX
+devices (`split_host_cpu`), so the data-parallel loop keeps N cores busy: XLA runs one device's small
+convolutions on about one core.
+
 Only process 0 writes the run's files (config, parameters, metrics, plots); every process writes
 its own shards of the orbax checkpoints, so the run directory must be one all hosts share.
 """
@@ -17,6 +21,39 @@ import os
 from typing import Any
 
 OFF_WORDS = ("", "0", "off", "none", "false")  # values of AZJAX_DISTRIBUTED that mean "no"
+CPU_DEVICES_FLAG = "--xla_force_host_platform_device_count"
+
+
+def host_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows
+        return os.cpu_count() or 1
+
+
+def split_host_cpu(environ: dict[str, str] | None = None) -> int | None:
+    """Splits the CPU into `AZJAX_CPU_DEVICES` JAX devices; returns that number (None: the variable is unset).
+
+    `AZJAX_CPU_DEVICES` is a positive count or `auto` (`host_cores()`). It adds XLA's
+    `--xla_force_host_platform_device_count` to `XLA_FLAGS`, so it must run before anything starts JAX's
+    backend; a count already in `XLA_FLAGS` is left alone. Accelerators are unaffected (the flag only
+    splits the CPU platform). Raises ValueError on a value that is not a positive count or `auto`.
+    """
+    environ = os.environ if environ is None else environ
+    value = environ.get("AZJAX_CPU_DEVICES", "").strip().lower()
+    if not value:
+        return None
+    if value == "auto":
+        count = host_cores()
+    elif value.isdigit() and int(value) > 0:
+        count = int(value)
+    else:
+        raise ValueError(f"AZJAX_CPU_DEVICES={value!r}: expected a positive number of devices or 'auto'")
+    flags = environ.get("XLA_FLAGS", "")
+    if CPU_DEVICES_FLAG not in flags:
+        environ["XLA_FLAGS"] = f"{flags} {CPU_DEVICES_FLAG}={count}".strip()
+    return count
 
 
 def init_distributed() -> bool:

@@ -5,6 +5,7 @@
 #   results/connect_four_hour/{config.json,metrics.csv,eval.csv,curves.png,train_log.txt}
 #   results/connect_four_hour/pons_sims{64,256}.json, pons_policy.json (no search), vs_mcts_solver1000.json
 #   results/models/connect_four_hour/{config.json,params.msgpack}
+# Training splits the CPU into two JAX devices (AZJAX_CPU_DEVICES, azjax.hosts.split_host_cpu), one per core.
 # Needs open-spiel (pip install open-spiel), a script-only dependency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +13,7 @@ RUN=${RUN:-runs/connect_four_hour_$(date +%Y%m%d_%H%M%S)}
 OUT=results/connect_four_hour
 MODEL=results/models/connect_four_hour
 mkdir -p "$OUT"
-( time azjax train --game connect_four --preset hour --run_dir "$RUN" --no-progress ) 2>&1 | tee "$OUT/train_log.txt"
+( time env AZJAX_CPU_DEVICES="${AZJAX_CPU_DEVICES:-2}" azjax train --game connect_four --preset hour --run_dir "$RUN" --no-progress ) 2>&1 | tee "$OUT/train_log.txt"
 rm -rf "$MODEL"
 azjax export "$RUN" "$MODEL"
 cp "$RUN"/{curves.png,metrics.csv,eval.csv,config.json} "$OUT/"

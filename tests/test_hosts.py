@@ -16,6 +16,7 @@ import jax
 import numpy as np
 import pytest
 
+from azjax.hosts import host_cores, split_host_cpu
 from azjax.train import METRIC_COLUMNS, load_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -122,3 +123,41 @@ def test_two_processes_train_like_one_process_with_two_devices(tmp_path, tiny_ov
         for k in METRIC_COLUMNS:
             x, y = a[k], b[k]
             assert x == y or (np.isnan(x) and np.isnan(y)), (a["step"], k, x, y)
+
+
+def test_cpu_devices_adds_xla_s_host_device_count():
+    environ = {"AZJAX_CPU_DEVICES": "3", "XLA_FLAGS": "--xla_backend_optimization_level=0"}
+    assert split_host_cpu(environ) == 3
+    assert environ["XLA_FLAGS"] == "--xla_backend_optimization_level=0 --xla_force_host_platform_device_count=3"
+
+
+def test_cpu_devices_auto_is_one_device_per_core():
+    environ = {"AZJAX_CPU_DEVICES": "auto"}
+    assert split_host_cpu(environ) == host_cores()
+    assert environ["XLA_FLAGS"] == f"--xla_force_host_platform_device_count={host_cores()}"
+
+
+def test_cpu_devices_unset_or_already_in_xla_flags_changes_nothing():
+    unset = {"XLA_FLAGS": "--xla_cpu_enable_fast_math=false"}
+    assert split_host_cpu(unset) is None and unset == {"XLA_FLAGS": "--xla_cpu_enable_fast_math=false"}
+    given = {"AZJAX_CPU_DEVICES": "2", "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
+    split_host_cpu(given)
+    assert given["XLA_FLAGS"] == "--xla_force_host_platform_device_count=4"
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])
+def test_cpu_devices_rejects_what_is_not_a_count(value):
+    with pytest.raises(ValueError, match="AZJAX_CPU_DEVICES"):
+        split_host_cpu({"AZJAX_CPU_DEVICES": value})
+
+
+def test_the_command_line_trains_on_the_cpu_split_into_devices():
+    env = {k: v for k, v in _env(1).items() if k != "XLA_FLAGS"}
+    probe = "import azjax.cli, jax; print(jax.device_count())"
+    out = subprocess.run([sys.executable, "-c", probe], env={**env, "AZJAX_CPU_DEVICES": "2"}, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split()[-1] == "2"
+    bad = subprocess.run([sys.executable, "-m", "azjax.cli", "train", "--game", "connect_four"],
+                         env={**env, "AZJAX_CPU_DEVICES": "many"}, capture_output=True, text=True, timeout=300)
+    assert bad.returncode == 1 and "AZJAX_CPU_DEVICES='many'" in bad.stderr

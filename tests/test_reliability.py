@@ -309,6 +309,18 @@ def test_resume_skips_a_damaged_newest_checkpoint_and_matches_an_uninterrupted_r
     assert all(checkpointer.check(s) is None for s in checkpointer.manager.all_steps())
 
 
+def test_a_checkpoint_resumes_only_on_the_device_count_that_wrote_it(tmp_path, tiny_overrides):
+    run = tmp_path / "run"
+    train(Config(game="connect_four", **{**tiny_overrides, "checkpoint_every": 1}), run, progress=False, stop_after=1)
+    manifest_file = run / "checkpoints" / "1" / ckpt.MANIFEST_FILE
+    manifest = json.loads(manifest_file.read_text())
+    assert manifest["devices"] == jax.device_count()
+    manifest_file.write_text(json.dumps({**manifest, "devices": jax.device_count() + 1}))
+    with pytest.raises(ckpt.CheckpointError, match=f"written by {jax.device_count() + 1} device"):
+        train(None, run, resume=True, progress=False)
+    assert ckpt.StateCheckpointer(run).check(1) is None  # nothing saved is lost
+
+
 def test_a_nan_in_the_parameters_stops_the_run_naming_the_step_and_keeps_the_last_good_checkpoint(
         tmp_path, tiny_overrides, monkeypatch):
     config = Config(game="connect_four", **tiny_overrides)  # checkpoints at steps 2 and 4

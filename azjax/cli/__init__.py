@@ -23,9 +23,14 @@ import sys
 import time
 from typing import Any
 
-from azjax.hosts import init_distributed
+from azjax.hosts import init_distributed, split_host_cpu
 
-init_distributed()  # AZJAX_DISTRIBUTED=1: before azjax.config imports pgx, which starts JAX's backend
+# Both before azjax.config imports pgx, which starts JAX's backend.
+try:
+    split_host_cpu()  # AZJAX_CPU_DEVICES=N|auto
+except ValueError as e:
+    sys.exit(f"azjax: error: {e}")
+init_distributed()  # AZJAX_DISTRIBUTED=1
 
 from azjax.config import PRESETS, Config, parse_field, preset  # noqa: E402
 
@@ -300,7 +305,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="azjax", description="AlphaZero in JAX (pgx + mctx)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("train", help="train a network by self-play")
+    p = sub.add_parser("train", help="train a network by self-play",
+                       epilog="On a CPU, AZJAX_CPU_DEVICES=N (or auto) splits it into N devices, one per core, so the "
+                              "data-parallel loop uses N cores (scripts/connect_four_hour.sh: 2).")
     p.add_argument("--game", default="connect_four", choices=list(PRESETS))
     p.add_argument("--preset", default="quick",
                    help="quick (CPU, minutes), full (one GPU); connect_four: also hour (CPU, 1 h); go_7x7: also sai")
