@@ -13,6 +13,10 @@ The three are timed in interleaved rounds and the median of each is kept. With `
 of a loop step is also timed alone (`bench_breakdown`: search = network + game steps + tree bookkeeping,
 move, replay write, SGD), so the next bottleneck is named by a measurement.
 
+With `--devices` (a process with several devices, e.g. `AZJAX_CPU_DEVICES=2`) it times the whole training
+step, SGD included, on the first device alone and data-parallel on all of them (`devices` rows): on a CPU,
+XLA runs one device's small convolutions on about one core, so this is what splitting the CPU buys.
+
 With `--scaling V1,V2,...` it also times one batched PUCT search per visit count V from the same roots,
 azjax's search loop (`azjax.search.core.search`) against `mctx.search`, which builds the same tree
 (`search_scaling` rows): mctx's backup costs O(V) per simulation, so its search is O(V^2).
@@ -152,6 +156,39 @@ def bench_game(game: str, config: Config, rounds: int = 3) -> dict[str, Any]:
         "plain_loop_sims_per_s": round(plain, 1),
         "ratio_vs_net_only": round(sims_per_s / net_evals, 3),
         "ratio_vs_plain_loop": round(sims_per_s / plain, 3),
+        "rounds": rounds,
+        "seconds_per_round": {k: [round(x, 4) for x in v] for k, v in times.items()},
+        "first_call_seconds": {k: round(v, 2) for k, v in compile_s.items()},
+    }
+
+
+def bench_devices(game: str, config: Config, rounds: int = 3) -> dict[str, Any]:
+    """The training loop step (self-play and SGD) on one device and on all `jax.devices()`, interleaved."""
+    devices = jax.devices()
+    if len(devices) < 2:
+        raise ValueError("--devices needs a process with several devices (on a CPU: AZJAX_CPU_DEVICES=2)")
+    trainers = {"one_device": Trainer(config, devices=devices[:1]), "all_devices": Trainer(config, devices=devices)}
+    states = {name: t.init(0) for name, t in trainers.items()}
+
+    def stepper(name: str) -> Callable[[], Any]:
+        def run() -> Any:
+            states[name], m = trainers[name].step(states[name])
+            return m
+        return run
+
+    compile_s, times, t = _interleaved({name: stepper(name) for name in trainers}, rounds)
+    return {
+        "game": game,
+        "devices": len(devices),
+        "num_envs": config.num_envs,
+        "num_simulations": config.num_simulations,
+        "moves_per_step": config.moves_per_step,
+        "sgd_steps_per_step": config.sgd_steps_per_step,
+        "batch_size": config.batch_size,
+        "network": f"{config.num_blocks}x{config.num_channels} ResNet ({config.compute_dtype})",
+        "step_s_one_device": round(t["one_device"], 4),
+        "step_s_all_devices": round(t["all_devices"], 4),
+        "speedup_all_devices": round(t["one_device"] / t["all_devices"], 3),
         "rounds": rounds,
         "seconds_per_round": {k: [round(x, 4) for x in v] for k, v in times.items()},
         "first_call_seconds": {k: round(v, 2) for k, v in compile_s.items()},
@@ -377,6 +414,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--quick", action="store_true", help="tiny settings (a smoke test, not a measurement)")
     p.add_argument("--n_scl", type=int, default=5, help="search-contempt rows at this n_scl (0: none)")
     p.add_argument("--breakdown", action="store_true", help="time each phase of a loop step (per game)")
+    p.add_argument("--preset", default="quick", help="the preset the rows are measured at (default quick)")
+    p.add_argument("--devices", action="store_true",
+                   help="the training step on one device and on all of them (AZJAX_CPU_DEVICES=N on a CPU)")
     p.add_argument("--scaling", default="", help="comma-separated visit counts: search_scaling rows (first game)")
     p.add_argument("--scaling_envs", type=int, default=100, help="roots per search in the scaling rows")
     p.add_argument("--scaling_model", default=None, help="a trained model (run dir or export) for the scaling rows")
@@ -394,6 +434,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     contempt_rows: list[dict[str, Any]] = []
     breakdown_rows: list[dict[str, Any]] = []
+    device_rows: list[dict[str, Any]] = []
     for g in [] if args.skip_loop else games:
         overrides: dict[str, Any] = {}
         if args.quick:
@@ -403,7 +444,12 @@ def main(argv: list[str] | None = None) -> int:
             overrides["num_envs"] = args.num_envs
         if args.num_simulations:
             overrides["num_simulations"] = args.num_simulations
-        config = preset(g, "quick", **overrides)
+        config = preset(g, args.preset, **overrides)
+        if args.devices:
+            device_rows.append(bench_devices(g, config, rounds=1 if args.quick else args.rounds))
+            print(json.dumps({k: device_rows[-1][k] for k in ("game", "devices", "step_s_one_device",
+                                                               "step_s_all_devices", "speedup_all_devices")}),
+                  flush=True)
         row = bench_game(g, config, rounds=1 if args.quick else args.rounds)
         print(json.dumps({k: row[k] for k in ("game", "sims_per_s", "net_only_evals_per_s", "plain_loop_sims_per_s",
                                               "ratio_vs_net_only", "ratio_vs_plain_loop")}), flush=True)
@@ -418,14 +464,14 @@ def main(argv: list[str] | None = None) -> int:
     scaling_rows: list[dict[str, Any]] = []
     if args.scaling:
         visits = [int(v) for v in args.scaling.split(",")]
-        scaling_config, scaling_params = preset(games[0], "quick"), None
+        scaling_config, scaling_params = preset(games[0], args.preset), None
         if args.scaling_model:
             scaling_config, scaling_params = load_model(args.scaling_model)
             if scaling_config.game != games[0]:
                 raise ValueError(f"--scaling_model {args.scaling_model} plays {scaling_config.game}, not {games[0]}")
         scaling_rows = bench_search_scaling(games[0], scaling_config, visits, args.scaling_envs,
                                             rounds=1 if args.quick else args.rounds, params=scaling_params)
-    result = {"results": rows, "contempt": contempt_rows, "breakdown": breakdown_rows,
+    result = {"results": rows, "contempt": contempt_rows, "breakdown": breakdown_rows, "devices": device_rows,
               "search_scaling": scaling_rows, "machine": machine(),
               "command": shlex.join(["azjax", "bench", *argv]), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
     # The headline keys at the top level, for the first game (Connect Four by default).

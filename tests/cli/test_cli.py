@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import builtins
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -107,3 +110,21 @@ def test_bench_quick_writes_json_with_a_phase_breakdown_and_search_scaling(tmp_p
     assert [row["visits"] for row in data["search_scaling"]] == [4, 8]
     assert all(row["azjax_search_s"] > 0 and row["mctx_search_s"] > 0 for row in data["search_scaling"])
     assert data["command"].startswith("azjax bench --game connect_four --quick")
+
+
+def test_bench_devices_times_the_training_step_on_one_device_and_on_the_cpu_split(tmp_path):
+    out = tmp_path / "bench.json"
+    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    proc = subprocess.run([sys.executable, "-m", "azjax.cli", "bench", "--game", "connect_four", "--quick", "--n_scl",
+                           "0", "--devices", "--out", str(out)], env={**env, "AZJAX_CPU_DEVICES": "2"},
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (row,) = json.loads(out.read_text())["devices"]
+    assert row["devices"] == 2 and row["step_s_one_device"] > 0 and row["step_s_all_devices"] > 0
+    assert row["speedup_all_devices"] == pytest.approx(row["step_s_one_device"] / row["step_s_all_devices"], rel=0.01)
+
+
+def test_bench_devices_on_one_device_says_how_to_get_more(tmp_path, capsys):
+    assert main(["bench", "--game", "connect_four", "--quick", "--devices", "--out", str(tmp_path / "b.json")]) == 2
+    assert "AZJAX_CPU_DEVICES=2" in capsys.readouterr().err
+    assert not (tmp_path / "b.json").exists()
