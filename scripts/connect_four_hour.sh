@@ -1,24 +1,27 @@
 #!/usr/bin/env bash
-# Connect Four from scratch in an hour on a CPU: trains the `hour` preset, then grades the final
-# network on all six of Pascal Pons' test sets (64 and 256 visits, and its policy alone) and plays
-# OpenSpiel's MCTS-Solver at 1000 simulations (40 games, 256 visits). Writes:
-#   results/connect_four_hour/{config.json,metrics.csv,eval.csv,curves.png,train_log.txt}
-#   results/connect_four_hour/pons_sims{64,256}.json, pons_policy.json (no search), vs_mcts_solver1000.json
-#   results/models/connect_four_hour/{config.json,params.msgpack}
-# Training splits the CPU into two JAX devices (AZJAX_CPU_DEVICES, azjax.hosts.split_host_cpu), one per core.
+# Connect Four from scratch in an hour on a CPU: trains the `hour` preset for at most 59 minutes, with the
+# CPU split into two JAX devices (AZJAX_CPU_DEVICES, azjax.hosts.split_host_cpu), one per core; then grades
+# the final network on Pascal Pons' six test sets (64 visits, and its policy alone; the three opening sets
+# at 256 visits too) and plays OpenSpiel's MCTS-Solver at 1000 simulations (40 games, 256 visits). Writes:
+#   $OUT/{config.json,metrics.csv,eval.csv,curves.png,train_log.txt}, $OUT/model/ (the exported network)
+#   $OUT/pons_sims{64,256}.json, pons_policy.json (no search), vs_mcts_solver1000.json
+#   results/models/connect_four_hour/ (a copy of $OUT/model)
+# OUT defaults to results/connect_four_hour/cpu2_3x32, where the committed run is.
 # Needs open-spiel (pip install open-spiel), a script-only dependency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/connect_four_hour_$(date +%Y%m%d_%H%M%S)}
-OUT=results/connect_four_hour
+OUT=${OUT:-results/connect_four_hour/cpu2_3x32}
 MODEL=results/models/connect_four_hour
 mkdir -p "$OUT"
-( time env AZJAX_CPU_DEVICES="${AZJAX_CPU_DEVICES:-2}" azjax train --game connect_four --preset hour --run_dir "$RUN" --no-progress ) 2>&1 | tee "$OUT/train_log.txt"
-rm -rf "$MODEL"
-azjax export "$RUN" "$MODEL"
+( time env AZJAX_CPU_DEVICES="${AZJAX_CPU_DEVICES:-2}" azjax train --game connect_four --preset hour --minutes 59 \
+    --run_dir "$RUN" --no-progress ) 2>&1 | tee "$OUT/train_log.txt"
+rm -rf "$OUT/model"
+azjax export "$RUN" "$OUT/model"
 cp "$RUN"/{curves.png,metrics.csv,eval.csv,config.json} "$OUT/"
-for sims in 64 256; do
-  python scripts/pons_benchmark.py "$MODEL:$sims" --out "$OUT/pons_sims$sims.json"
-done
-python scripts/pons_benchmark.py "policy:$MODEL" --out "$OUT/pons_policy.json"
-python scripts/vs_mcts_solver.py "$MODEL:256" --simulations 1000 --games 40 --out "$OUT/vs_mcts_solver1000.json"
+python scripts/pons_benchmark.py "policy:$OUT/model" --out "$OUT/pons_policy.json"
+python scripts/pons_benchmark.py "$OUT/model:64" --out "$OUT/pons_sims64.json"
+python scripts/pons_benchmark.py "$OUT/model:256" --sets begin_easy begin_medium begin_hard --out "$OUT/pons_sims256.json"
+python scripts/vs_mcts_solver.py "$OUT/model:256" --simulations 1000 --games 40 --out "$OUT/vs_mcts_solver1000.json"
+rm -rf "$MODEL"
+cp -r "$OUT/model" "$MODEL"
