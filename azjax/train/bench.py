@@ -13,7 +13,8 @@ The three are timed in interleaved rounds and the median of each is kept. With `
 of a loop step is also timed alone (`bench_breakdown`: search = network + game steps + tree bookkeeping,
 move, replay write, SGD), so the next bottleneck is named by a measurement.
 
-With `--devices` (a process with several devices, e.g. `AZJAX_CPU_DEVICES=2`) it times the whole training
+With `--devices` (a process with several devices: `AZJAX_CPU_DEVICES=2 azjax bench ...` on a CPU, the
+variable is read by the command line) it times the whole training
 step, SGD included, on the first device alone and data-parallel on all of them (`devices` rows): on a CPU,
 XLA runs one device's small convolutions on about one core, so this is what splitting the CPU buys.
 
