@@ -14,9 +14,9 @@ of a loop step is also timed alone (`bench_breakdown`: search = network + game s
 move, replay write, SGD), so the next bottleneck is named by a measurement.
 
 With `--devices` (a process with several devices: `AZJAX_CPU_DEVICES=2 azjax bench ...` on a CPU, the
-variable is read by the command line) it times the whole training
-step, SGD included, on the first device alone and data-parallel on all of them (`devices` rows): on a CPU,
-XLA runs one device's small convolutions on about one core, so this is what splitting the CPU buys.
+variable is read by the command line) it times the whole training step, SGD included, on the first device
+alone and data-parallel on all of them (`devices` rows): on a CPU, XLA runs one device's small convolutions
+on about one core, so this is what splitting the CPU buys.
 
 With `--scaling V1,V2,...` it also times one batched PUCT search per visit count V from the same roots,
 azjax's search loop (`azjax.search.core.search`) against `mctx.search`, which builds the same tree
