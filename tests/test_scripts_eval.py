@@ -17,6 +17,7 @@ from azjax.build import game_named as base_game
 from azjax.play.agents import Agent, policy_agent, random_agent
 from azjax.play.benchmarks import PONS_SETS, agent_moves, grade_agent, grade_moves, load_pons
 from azjax.play.selfplay_stats import replay_moves
+from azjax.play.specs import parse_agent
 
 ROOT = Path(__file__).resolve().parent.parent
 # The first 8 positions of each of Pons' sets (24 of begin_hard), from /work/shared/benchmarks.
@@ -111,6 +112,30 @@ def test_agent_moves_in_batches_equal_one_batch(game, sample):
     agent = policy_agent(game, constant_evaluator)
     whole = agent_moves(game, agent, hard.moves, jax.random.key(0))
     np.testing.assert_array_equal(agent_moves(game, agent, hard.moves, jax.random.key(0), batch_size=10), whole)
+
+
+def test_pons_coverage_splits_the_errors_by_whether_self_play_reached_the_position(game, sample, tiny_model,
+                                                                                    tmp_path):
+    from azjax.train.measures import UniqueStates
+
+    hard = sample["begin_hard"]
+    reached = UniqueStates()
+    reached.add(np.asarray(replay_moves(game, hard.moves[[0, 2, 5]]).observation))  # three of the first eight
+    reached.save(tmp_path / "run", step=7)
+    out = tmp_path / "coverage.json"
+    argv = [str(tmp_path / "run"), f"policy:{tiny_model}", "--data", str(SAMPLE), "--sets", "begin_hard",
+            "--limit", "8", "--out", str(out)]
+    assert load_script("pons_coverage").main(argv) == 0
+    summary = json.loads(out.read_text())
+    assert summary["command"].startswith("python scripts/pons_coverage.py ") and summary["step"] == 7
+    (row,) = summary["results"][0]["sets"]
+    assert (row["visited"]["positions"], row["unvisited"]["positions"]) == (3, 5)
+    policy = summary["results"][0]["spec"]
+    player, _ = parse_agent(policy, "connect_four", 64)
+    first8 = load_pons(SAMPLE, ["begin_hard"], 8)["begin_hard"]
+    errors = grade_moves(agent_moves(game, player.agent, first8.moves, jax.random.key(0)), first8.move_scores)[0]
+    assert row["visited"]["errors"] == int(np.asarray(errors)[[0, 2, 5]].sum())
+    assert row["visited"]["errors"] + row["unvisited"]["errors"] == int(np.asarray(errors).sum())
 
 
 def test_pons_script_writes_error_rates_with_intervals_and_the_command(tiny_model, tmp_path):
