@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     from azjax.build import game_named as base_game
     from azjax.cli import enable_compilation_cache
     from azjax.play.benchmarks import grade_agent, load_pons
-    from azjax.play.specs import parse_agent
+    from azjax.play.specs import require_jax_agent
 
     if not jax.config.jax_compilation_cache_dir:  # keep a cache the caller (e.g. the tests) set up
         enable_compilation_cache()
@@ -58,9 +58,7 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     game = base_game("connect_four")
     results = []
     for spec in args.agents:
-        player, game_name = parse_agent(spec, "connect_four", args.simulations)
-        if player.external or game_name != "connect_four":
-            raise SystemExit(f"{spec!r} is not a Connect Four agent of azjax")
+        player = require_jax_agent(spec, "connect_four", args.simulations)
         rows = []
         for pons_set in sets.values():
             # Common random numbers: every agent sees the same key on a set.

@@ -51,11 +51,11 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     from azjax.build import game_named
     from azjax.play.benchmarks import agent_moves, grade_moves, load_pons
     from azjax.play.selfplay_stats import replay_moves
-    from azjax.play.specs import parse_agent
+    from azjax.play.specs import require_jax_agent
     from azjax.train.measures import UNIQUE_STATES_DIR, UniqueStates
 
     run_dir = Path(args.run)
-    saved = sorted(int(f.stem) for f in (run_dir / UNIQUE_STATES_DIR).glob("*.npz") if f.stem.isdigit())
+    saved = UniqueStates.saved_steps(run_dir)
     step = args.step if args.step is not None else (saved[-1] if saved else None)
     unique = UniqueStates.load(run_dir, step) if step is not None else None
     if unique is None:
@@ -65,13 +65,10 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     sets = load_pons(args.data, args.sets, args.limit)
     visited = {}
     for name, s in sets.items():
-        obs = np.asarray(replay_moves(game, s.moves).observation).reshape(s.size, -1).astype(bool)
-        visited[name] = np.array([key.tobytes() in unique.seen for key in np.packbits(obs, axis=1)])
+        visited[name] = unique.contains(np.asarray(replay_moves(game, s.moves).observation))
     results = []
     for spec in args.agents:
-        player, game_name = parse_agent(spec, "connect_four", args.simulations)
-        if player.external or game_name != "connect_four":
-            raise SystemExit(f"{spec!r} is not a Connect Four agent of azjax")
+        player = require_jax_agent(spec, "connect_four", args.simulations)
         rows = []
         for name, s in sets.items():
             actions = agent_moves(game, player.agent, s.moves, jax.random.key(args.seed))

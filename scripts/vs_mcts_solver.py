@@ -171,7 +171,7 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
 
     from azjax.build import game_named as base_game
     from azjax.cli import enable_compilation_cache
-    from azjax.play.specs import parse_agent
+    from azjax.play.specs import require_jax_agent
     from azjax.play.tournament import random_openings
 
     pyspiel, mcts = import_open_spiel()
@@ -179,9 +179,7 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
         raise SystemExit(f"--games must be even and >= 2, got {args.games}")
     if not jax.config.jax_compilation_cache_dir:  # keep a cache the caller (e.g. the tests) set up
         enable_compilation_cache()
-    player, game_name = parse_agent(args.agent, "connect_four", args.agent_simulations)
-    if player.external or game_name != "connect_four":
-        raise SystemExit(f"{args.agent!r} is not a Connect Four agent of azjax")
+    player = require_jax_agent(args.agent, "connect_four", args.agent_simulations)
     game = base_game("connect_four")
     openings = random_openings(game, args.games // 2, args.random_opening_plies, args.seed)
     spiel_game = pyspiel.load_game("connect_four")

@@ -170,6 +170,15 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
                       checkpoint=path, visits=visits, n_scl=n_scl, search=search), config.game
 
 
+def require_jax_agent(spec: str, game_name: str, simulations: int) -> ArenaAgent:
+    """`parse_agent` for the scripts that play batched JAX agents of one game: exits naming the spec when it is
+    an external program or fixes another game."""
+    player, fixed = parse_agent(spec, game_name, simulations)
+    if player.external or fixed != game_name:
+        raise SystemExit(f"{spec!r} is not a {game_name.replace('_', ' ').title()} agent of azjax")
+    return player
+
+
 def _uci_agent(name: str | None, spec: str) -> ArenaAgent:
     body = spec[4:]
     opts: dict[str, str] = {}

@@ -49,11 +49,20 @@ class UniqueStates:
         """Distinct positions at depth 0, 1, ... up to the deepest seen."""
         return [self.depth_counts.get(d, 0) for d in range(max(self.depth_counts, default=-1) + 1)]
 
+    @staticmethod
+    def keys(observations: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(keys uint8 [M, K], depths int [M]) of positions ([M, *obs_shape] boolean observations): a key is the
+        packed observation, the depth its number of stones."""
+        flat = np.asarray(observations).reshape(len(observations), -1).astype(bool)
+        return np.packbits(flat, axis=1), flat.sum(axis=1)
+
+    def contains(self, observations: np.ndarray) -> np.ndarray:
+        """bool [M]: which of the positions ([M, *obs_shape] observations) are in the set."""
+        return np.array([key.tobytes() in self.seen for key in self.keys(observations)[0]], bool)
+
     def add(self, observations: np.ndarray) -> int:
         """Adds positions ([M, *obs_shape] observations); returns how many were new."""
-        flat = np.asarray(observations).reshape(len(observations), -1).astype(bool)
-        keys = np.packbits(flat, axis=1)
-        depths = flat.sum(axis=1)
+        keys, depths = self.keys(observations)
         new = 0
         for key, depth in zip(keys, depths, strict=True):
             b = key.tobytes()
@@ -79,6 +88,12 @@ class UniqueStates:
         summary = {"step": step, "total": self.total, "by_depth": self.by_depth()}
         (run_dir / UNIQUE_STATES_SUMMARY).write_text(json.dumps(summary) + "\n")
         self.step = step
+
+    @staticmethod
+    def saved_steps(run_dir: Path) -> list[int]:
+        """The loop steps whose sets a run kept, oldest first."""
+        directory = run_dir / UNIQUE_STATES_DIR
+        return sorted(_saved_steps(directory)) if directory.is_dir() else []
 
     @classmethod
     def load(cls, run_dir: Path, step: int) -> UniqueStates | None:

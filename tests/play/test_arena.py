@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import re
+import sys
 
 import jax
 import jax.numpy as jnp
@@ -32,7 +34,7 @@ from azjax.play.arena import (
     score_from_elo,
     wilson_interval,
 )
-from azjax.play.specs import parse_agent
+from azjax.play.specs import parse_agent, require_jax_agent
 from azjax.search import SearchSpec, network_evaluator
 
 
@@ -246,3 +248,10 @@ def test_fit_elo_recovers_ratings():
 
     with pytest.raises(ValueError, match="links"):
         fit_elo(["a", "b", "c"], [("a", "b", 5, 10)])
+
+
+def test_the_scripts_take_only_jax_agents_of_their_game():
+    assert require_jax_agent("mcts:4", "connect_four", 8).kind == "jax"
+    external = f"gtp:{sys.executable}"  # a program that exists everywhere
+    with pytest.raises(SystemExit, match=re.escape(f"{external!r} is not a Connect Four agent of azjax")):
+        require_jax_agent(external, "connect_four", 8)
