@@ -141,14 +141,15 @@ def start_pool_size(config: Config) -> int:
 
 
 def targets(config: Config, like: Config | None = None) -> Targets:
-    """What the replay records and the value target: z, or (1 - w) z + w q with `value_target_q_weight` w;
-    TDLeaf(lambda) (`td_lambda` < 1 or `td_zero_unpredicted`) puts the lambda-return in z's place."""
+    """What the replay records and the value target: z, or (1 - w) z + w q with `value_target_q_weight` w and
+    q of kind `value_target_q`; TDLeaf(lambda) (`td_lambda` < 1 or `td_zero_unpredicted`) puts the
+    lambda-return in z's place."""
     like = like or config
     mixes_q = like.value_target_q_weight > 0
     if like.td_lambda < 1 or like.td_zero_unpredicted:
         return TDLeafTargets(lam=config.td_lambda, zero_unpredicted=like.td_zero_unpredicted,
-                             q_weight=config.value_target_q_weight, mixes_q=mixes_q)
-    return OutcomeTargets(q_weight=config.value_target_q_weight, mixes_q=mixes_q)
+                             q_weight=config.value_target_q_weight, mixes_q=mixes_q, q=like.value_target_q)
+    return OutcomeTargets(q_weight=config.value_target_q_weight, mixes_q=mixes_q, q=like.value_target_q)
 
 
 def loop_seams(config: Config, game: Game, net: PolicyValueNet, like: Config | None = None) -> Seams:

@@ -89,9 +89,14 @@ class Config:
     # the run gives out the average (exported params, evaluation, value probe, SAI's logged read-out).
     # 0 = off (AlphaZero: the run gives out the trained weights).
     swa_decay: float = 0.0
-    # Value target (1 - w) z + w q, q = the root search value of the position (0 = AlphaZero's z).
+    # Value target (1 - w) z + w q, q = the search's value of the position (0 = AlphaZero's z).
     # Averaging z and q helped Connect Four in Oracle's "Lessons from AlphaZero" series (2018).
     value_target_q_weight: float = 0.0
+    # q: "policy" = the value of the search's policy target, sum_a pi(a) Q(a) over the visited root moves;
+    # "root" = the root's mean backed-up value, which under Gumbel averages over the losing moves sequential
+    # halving visits too (results/connect_four_hour/pons_values.json). A config.json without this field is a
+    # run saved before it existed ("root").
+    value_target_q: Literal["policy", "root"] = "policy"
     augment: bool = True  # random board symmetries on sampled batches
     # run
     num_steps: int = 1000  # loop steps
@@ -210,7 +215,7 @@ class Config:
         unknown = sorted(set(d) - names)
         if unknown:
             raise ValueError(f"unknown config field(s): {', '.join(unknown)}")
-        return cls(**{"legacy_heads": True, "head_hidden_norm": False, **d})
+        return cls(**{"legacy_heads": True, "head_hidden_norm": False, "value_target_q": "root", **d})
 
     @classmethod
     def from_json(cls, text: str) -> Config:

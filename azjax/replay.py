@@ -8,7 +8,7 @@ entry's player to move) and becomes available for sampling. An entry whose game 
 is never sampled; one overwritten before its game ended is simply lost.
 
 Methods keep more per position in `extras` (name -> [N] array), for example SAI's signed komi `kbar`
-(the loss forms rho(0) with it) or the root search value `root_value` of q-mixed value targets
+(the loss forms rho(0) with it) or the search's value `q` of q-mixed value targets
 (`azjax.methods.alphazero.OutcomeTargets`); a plain AlphaZero replay has none.
 """
 
@@ -35,8 +35,8 @@ class Replay:
     player: jax.Array
     game_id: jax.Array
     has_target: jax.Array
-    # A dict: its leaves flatten in key order (`kbar` before `root_value`), as the two optional fields that
-    # held them before, so loop checkpoints written then still restore.
+    # A dict: its leaves flatten in key order (`kbar` before `q`), as the two optional fields that held them
+    # before (`q` was `root_value`), so loop checkpoints written then still restore.
     extras: dict[str, jax.Array] = struct.field(default_factory=dict)
 
 

@@ -93,20 +93,18 @@ def bootstrap_alpha(komis: np.ndarray, scores: np.ndarray, games: np.ndarray, rn
     return float(np.percentile(alphas, 2.5)), float(np.percentile(alphas, 97.5))
 
 
-def selfplay_at_komi(config: Any, params: Any, komi: float, games: int, temperature_moves: int,
-                     seed: int) -> dict[str, Any]:
-    """Black's results in `games` self-play games of the model at `komi`, played as the training loop plays."""
+def selfplay_at_komi(game: Any, agent: Any, komi: float, games: int, seed: int) -> dict[str, Any]:
+    """Black's results in `games` self-play games of `agent` (the training loop's self-play) at `komi`.
+
+    The komi is an argument of the one compiled match, so the sweep compiles once.
+    """
     import jax
 
-    from azjax.build import cached_evaluator, game_named, search_spec
     from azjax.games import board_arrays, board_lead_black
     from azjax.play.arena import play_games, wilson_interval
-    from azjax.play.selfplay_stats import first_player_outcomes, replay_moves, temperature_agent
+    from azjax.play.selfplay_stats import first_player_outcomes, replay_moves
 
-    game = game_named(config.game, komi=komi)
-    agent = temperature_agent(game, cached_evaluator(config, game), search_spec(config, training=True), tau=1.0,
-                              temperature_moves=temperature_moves, params=params)
-    records = play_games(game, agent, agent, jax.random.key(seed), games)
+    records = play_games(game, agent, agent, jax.random.key(seed), games, komi=komi)
     black = first_player_outcomes(records)
     final = replay_moves(game, np.asarray(records.moves))
     lead = np.asarray(jax.vmap(board_lead_black, (0, None))(board_arrays(final), game.size))
@@ -122,8 +120,9 @@ def selfplay_at_komi(config: Any, params: Any, komi: float, games: int, temperat
 def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     import jax
 
-    from azjax.build import board_game, load_model, sai_readout
+    from azjax.build import board_game, cached_evaluator, game_named, load_model, sai_readout, search_spec
     from azjax.cli import enable_compilation_cache
+    from azjax.play.selfplay_stats import temperature_agent
 
     if not jax.config.jax_compilation_cache_dir:
         enable_compilation_cache()
@@ -136,9 +135,12 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     window = config.temperature_moves if args.temperature_moves is None else args.temperature_moves
     board = board_game(config)
     net = sai_readout(config, board, params, board.init(jax.random.key(0)))
+    game = game_named(config.game)
+    agent = temperature_agent(game, cached_evaluator(config, game), search_spec(config, training=True), tau=1.0,
+                              temperature_moves=window, params=params)
     rows = []
     for i, komi in enumerate(sorted(args.komis)):
-        row = selfplay_at_komi(config, params, komi, args.games, window, args.seed * 1000 + i)
+        row = selfplay_at_komi(game, agent, komi, args.games, args.seed * 1000 + i)
         row["net_black_winrate"] = net.black_winrate(komi)
         rows.append(row)
         print(f"komi {komi:+6.1f}: Black scores {row['black_score']:.3f} [{row['black_score_low']:.3f}, "

@@ -158,6 +158,17 @@ def test_parse_field_every_field_round_trips() -> None:
         assert parse_field(f.name, str(value)) == value, f.name
 
 
+def test_a_saved_config_without_value_target_q_resumes_with_the_q_it_was_trained_on():
+    """Runs saved before `value_target_q` existed mixed the root's mean value into their targets; new configs
+    default to the policy target's value and save the field explicitly."""
+    old = Config().to_dict()
+    del old["value_target_q"]
+    assert Config.from_dict(old).value_target_q == "root"
+    assert Config().value_target_q == "policy" and Config.from_json(Config().to_json()).value_target_q == "policy"
+    with pytest.raises(ValueError, match="value_target_q must be one of policy, root"):
+        Config(value_target_q="leaf")
+
+
 def test_a_saved_config_without_legacy_heads_is_a_model_with_the_old_heads():
     """config.json files written before normalised heads existed load with `legacy_heads=True`, so the
     network built for them matches their parameters; new configs save the field explicitly."""

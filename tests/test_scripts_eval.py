@@ -15,7 +15,7 @@ from conftest import load_script
 
 from azjax.build import game_named as base_game
 from azjax.play.agents import Agent, policy_agent, random_agent
-from azjax.play.benchmarks import PONS_SETS, agent_moves, grade_agent, grade_moves, load_pons
+from azjax.play.benchmarks import PONS_SETS, agent_moves, grade_agent, grade_moves, load_pons, value_by_result
 from azjax.play.selfplay_stats import replay_moves
 from azjax.play.specs import parse_agent
 
@@ -105,6 +105,34 @@ def test_a_constant_network_errs_on_begin_hard(game, sample):
     # a uniform policy's argmax is the leftmost legal column
     np.testing.assert_array_equal(agent_moves(game, raw, hard.moves, jax.random.key(0)),
                                   np.argmax(~np.isnan(hard.move_scores), axis=1))
+
+
+def test_value_by_result_orders_won_above_lost_positions_only_for_a_value_that_knows_them():
+    score = np.array([3, 1, 0, -2, -5, 0])
+    oracle = np.sign(score).astype(float)
+    knows = value_by_result(oracle, score)
+    assert knows["win_loss_auc"] == 1.0 and value_by_result(-oracle, score)["win_loss_auc"] == 0.0
+    assert knows["by_result"]["win"] == dict(positions=2, mean=1.0, sd=0.0)
+    assert knows["by_result"]["draw"]["positions"] == 2 and knows["by_result"]["loss"]["mean"] == -1.0
+    constant = value_by_result(np.full(6, 0.3), score)
+    assert constant["win_loss_auc"] == 0.5 and constant["by_result"]["win"]["mean"] == pytest.approx(0.3)
+    # one won position valued below one lost one: 3 of 4 pairs in order
+    assert value_by_result(np.array([0.9, -0.5, 0, -0.2, -0.8, 0]), score)["win_loss_auc"] == 0.75
+
+
+def test_pons_values_script_writes_each_sets_values_by_result_and_the_command(tiny_model, tmp_path):
+    out = tmp_path / "values.json"
+    argv = [tiny_model, "--data", str(SAMPLE), "--sets", "begin_hard", "end_easy", "--search", "--out", str(out)]
+    assert load_script("pons_values").main(argv) == 0
+    data = json.loads(out.read_text())
+    assert data["command"].startswith("python scripts/pons_values.py ")
+    (model,) = data["results"]
+    assert model["model"] == tiny_model and [r["set"] for r in model["sets"]] == ["begin_hard", "end_easy"]
+    assert model["search"]["simulations"] >= 1
+    hard = model["sets"][0]
+    for name in ("net", "q_root", "q_policy"):
+        assert sum(v["positions"] for v in hard[name]["by_result"].values()) == 24
+        assert 0.0 <= hard[name]["win_loss_auc"] <= 1.0
 
 
 def test_agent_moves_in_batches_equal_one_batch(game, sample):

@@ -12,7 +12,7 @@ from the config, and the loop (`azjax.train.loop`) calls only the seams, with no
     of visited or searched states (`azjax.methods.go_exploit.ArchiveStarts`).
   * `Targets`: what the replay records per position from the search, how a finished game turns its positions
     into value targets, which positions are trained on, and the value target of a sampled position.
-    AlphaZero: the outcome z, or the mix (1 - w) z + w q with the root search value q (`OutcomeTargets`).
+    AlphaZero: the outcome z, or the mix (1 - w) z + w q with the search's value q (`OutcomeTargets`).
     TDLeaf(lambda) records the principal variation's leaf value and forms lambda-returns at game end
     (`azjax.methods.tdleaf.TDLeafTargets`).
   * `SearchPolicy`: how each position of self-play is searched, what the replay keeps as its policy target,
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, NamedTuple, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -36,7 +36,7 @@ import mctx
 
 from azjax import replay as rb
 from azjax.games import Game, GameState
-from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec, network_evaluator, run_search
+from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec, network_evaluator, policy_value, run_search
 
 Array = jax.Array
 Records = dict[str, Array]  # name -> [B] (or [batch] when sampled): what the replay keeps per position
@@ -256,14 +256,26 @@ class Targets(Protocol):
         ...
 
 
+QKind = Literal["policy", "root"]
+
+
+def search_q(searched: Searched, kind: QKind) -> Array:
+    """float32 [B]: the search's value of each root, the q of q-mixed value targets, from the view of the player
+    to move. "policy": the value of the search's policy target (`azjax.search.policy_value`); "root": the
+    root's mean backed-up value, which under Gumbel's sequential halving averages over losing moves too."""
+    tree = searched.out.search_tree
+    return tree.node_values[:, 0] if kind == "root" else policy_value(tree, searched.policy_target)
+
+
 @dataclasses.dataclass(frozen=True)
 class OutcomeTargets:
     """AlphaZero: the value target is the outcome z; with `q_weight` w > 0 the mix (1 - w) z + w q, q the
-    root search value of the position (then recorded as `root_value`)."""
+    search's value of the position (`search_q` of kind `q`, recorded as `q`)."""
 
     q_weight: float = 0.0
     # Whether q is recorded and mixed in: q_weight > 0 unless given (a sweep passes it, with q_weight traced).
     mixes_q: bool | None = None
+    q: QKind = "policy"
 
     def __post_init__(self) -> None:
         if self.mixes_q is None:
@@ -271,11 +283,11 @@ class OutcomeTargets:
 
     @property
     def records(self) -> tuple[str, ...]:
-        return ("root_value",) if self.mixes_q else ()
+        return ("q",) if self.mixes_q else ()
 
     def record(self, searched: Searched, states: GameState, action: Array) -> Records:
         del states, action
-        return {"root_value": searched.out.search_tree.node_values[:, 0]} if self.mixes_q else {}
+        return {"q": search_q(searched, self.q)} if self.mixes_q else {}
 
     def game_ended(self, replay: rb.Replay, ptr: Array, ended: Array, game_id: Array, rewards: Array) -> rb.Replay:
         del ptr
@@ -285,9 +297,9 @@ class OutcomeTargets:
         return replay.has_target
 
     def value_target(self, z: Array, recorded: Records) -> Array:
-        if "root_value" not in recorded:
+        if "q" not in recorded:
             return z
-        return mix_with_q(z, recorded["root_value"], self.q_weight)
+        return mix_with_q(z, recorded["q"], self.q_weight)
 
 
 def mix_with_q(target: Array, q: Array, q_weight: float) -> Array:

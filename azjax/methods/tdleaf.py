@@ -39,7 +39,7 @@ import mctx
 
 from azjax import replay as rb
 from azjax.games import GameState
-from azjax.methods.alphazero import Records, Searched, mix_with_q
+from azjax.methods.alphazero import QKind, Records, Searched, mix_with_q, search_q
 
 __all__ = ["PrincipalVariation", "TDLeafTargets", "lambda_returns", "mix_with_q", "move_predicted",
            "principal_variation", "ring_lambda_returns"]
@@ -193,6 +193,7 @@ class TDLeafTargets:
     zero_unpredicted: bool = False
     q_weight: float = 0.0
     mixes_q: bool | None = None  # as `OutcomeTargets.mixes_q`
+    q: QKind = "policy"  # as `OutcomeTargets.q`
 
     def __post_init__(self) -> None:
         if self.mixes_q is None:
@@ -201,7 +202,7 @@ class TDLeafTargets:
     @property
     def records(self) -> tuple[str, ...]:
         names = ("pv_value",) + (("pv_first", "pv_second", "action") if self.zero_unpredicted else ())
-        return names + (("root_value",) if self.mixes_q else ())
+        return names + (("q",) if self.mixes_q else ())
 
     def record(self, searched: Searched, states: GameState, action: jax.Array) -> Records:
         del states
@@ -213,7 +214,7 @@ class TDLeafTargets:
             records.update(pv_first=pv.actions[:, 0].astype(jnp.float32), pv_second=second.astype(jnp.float32),
                            action=action.astype(jnp.float32))
         if self.mixes_q:
-            records["root_value"] = tree.node_values[:, 0]
+            records["q"] = search_q(searched, self.q)
         return records
 
     def game_ended(self, replay: rb.Replay, ptr: jax.Array, ended: jax.Array, game_id: jax.Array,
@@ -232,6 +233,6 @@ class TDLeafTargets:
         return replay.has_target
 
     def value_target(self, z: jax.Array, recorded: Records) -> jax.Array:
-        if "root_value" not in recorded:
+        if "q" not in recorded:
             return z
-        return mix_with_q(z, recorded["root_value"], self.q_weight)
+        return mix_with_q(z, recorded["q"], self.q_weight)

@@ -106,10 +106,10 @@ def play_from(game: Game, act_a: ActFn, act_b: ActFn, params_a: Any, params_b: A
 
 
 def _play(game: Game, act_a: ActFn, act_b: ActFn, num_games: int, params_a: Any, params_b: Any,
-          key: jax.Array) -> GameRecords:
-    """Plays `num_games` new games (`play_from` the game's start): rows [0, N/2) with A first."""
+          key: jax.Array, komi: jax.Array) -> GameRecords:
+    """Plays `num_games` new games with `komi` (`play_from` the game's start): rows [0, N/2) with A first."""
     init_key, key = jax.random.split(key)
-    states = jax.vmap(game.init)(jax.random.split(init_key, num_games))
+    states = jax.vmap(game.init, (0, None))(jax.random.split(init_key, num_games), komi)
     records, _ = play_from(game, act_a, act_b, params_a, params_b, key, states, game.max_moves)
     return records
 
@@ -117,17 +117,20 @@ def _play(game: Game, act_a: ActFn, act_b: ActFn, num_games: int, params_a: Any,
 _play_jit = jax.jit(_play, static_argnums=(0, 1, 2, 3))
 
 
-def play_games(game: Game, agent_a: Agent, agent_b: Agent, key: jax.Array, num_games: int) -> GameRecords:
+def play_games(game: Game, agent_a: Agent, agent_b: Agent, key: jax.Array, num_games: int,
+               komi: float | None = None) -> GameRecords:
     """Plays `num_games` (even) games between A and B in one jitted batch, colours alternating.
 
-    Compiled once per (game, A's `act`, B's `act`, num_games); the agents' params are arguments.
+    Compiled once per (game, A's `act`, B's `act`, num_games); the agents' params and `komi` (Go: the
+    games' komi, default the game's own) are arguments, so a komi sweep compiles once.
 
     Returns:
       GameRecords [num_games]: rows [0, num_games / 2) have A moving first.
     """
     if num_games < 2 or num_games % 2:
         raise ValueError(f"num_games must be even and >= 2, got {num_games}")
-    return _play_jit(game, agent_a.act, agent_b.act, num_games, agent_a.params, agent_b.params, key)
+    komi = game.komi if komi is None else game.check_komi(komi)
+    return _play_jit(game, agent_a.act, agent_b.act, num_games, agent_a.params, agent_b.params, key, komi)
 
 
 # ---------------------------------------------------------------- statistics

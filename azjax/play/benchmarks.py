@@ -3,6 +3,7 @@
     sets = load_pons("connect_four_pons.jsonl")              # {"begin_hard": PonsSet, ...}
     states = replay_moves(game, sets["begin_hard"].moves)     # GameState [N] (azjax.play.selfplay_stats)
     grade = grade_agent(game, agent, sets["begin_hard"], key) # every position searched in one batch
+    value_by_result(values, sets["begin_hard"].score)         # does a value [N] know the results?
 
 Each line of the file is `{"set": ..., "moves": "4453", "score": s, "move_scores": {"1": s1, ..., "7": s7}}`:
 the moves from the empty board as columns 1-7 (leftmost = 1, pgx's action 0), and the perfect-play
@@ -30,6 +31,8 @@ from azjax.play.arena import wilson_interval
 from azjax.play.selfplay_stats import replay_moves
 from azjax.play.tournament import _jit_act  # one jitted act per agent, shared with the arena
 
+# Where the project's shared folder keeps Pons' sets (../shared from the repository); scripts take --data.
+PONS_DATA = "/work/shared/benchmarks/connect_four_pons.jsonl"
 PONS_SETS = ("begin_easy", "begin_medium", "begin_hard", "middle_easy", "middle_medium", "end_easy")
 COLUMNS = 7
 MAX_PLIES = 42
@@ -173,3 +176,26 @@ def grade_agent(
     errors, not_optimal = grade_moves(actions, pons_set.move_scores)
     return PonsGrade(set=pons_set.name, positions=pons_set.size, errors=int(errors.sum()),
                      not_optimal=int(not_optimal.sum()), seconds=round(time.perf_counter() - t0, 2))
+
+
+def value_by_result(values: np.ndarray, score: np.ndarray) -> dict[str, Any]:
+    """How well position values (float [N], side to move, in [-1, 1]) tell Pons' game-theoretic results apart.
+
+    `score` (int [N]) is each position's perfect-play score for the side to move; its sign is the result.
+    Returns per result ("win", "draw", "loss") the positions and their values' mean and standard deviation,
+    and `win_loss_auc`: the probability that a won position has a higher value than a lost one (ties count
+    one half), 0.5 for a network that gives every position the same value, 1 for one that orders them all.
+    """
+    values, result = np.asarray(values, np.float64), np.sign(np.asarray(score))
+    by_result = {}
+    for name, sign in (("win", 1), ("draw", 0), ("loss", -1)):
+        v = values[result == sign]
+        by_result[name] = dict(positions=int(v.size), mean=float(v.mean()) if v.size else None,
+                               sd=float(v.std()) if v.size else None)
+    wins, losses = values[result > 0], values[result < 0]
+    auc = None
+    if wins.size and losses.size:
+        above = (wins[:, None] > losses[None, :]).mean()
+        ties = (wins[:, None] == losses[None, :]).mean()
+        auc = float(above + ties / 2)
+    return dict(by_result=by_result, win_loss_auc=auc)

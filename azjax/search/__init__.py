@@ -195,6 +195,27 @@ def run_search(
     )
 
 
+def root_q_values(tree: mctx.Tree) -> jax.Array:
+    """float32 [B, A]: each root child's mean backed-up value, reward + discount x child value, from the view
+    of the player to move at the root; meaningful where the child was visited."""
+    return tree.children_rewards[:, 0] + tree.children_discounts[:, 0] * tree.children_values[:, 0]
+
+
+def policy_value(tree: mctx.Tree, policy: jax.Array) -> jax.Array:
+    """float32 [B]: the root's value under `policy` [B, A] (e.g. the search's policy target), from the view of
+    the player to move: sum_a policy(a) Q(a) over the visited root children, `policy` renormalised over them;
+    the root's mean backed-up value where `policy` weighs no visited child.
+
+    Under PUCT with the visit distribution this is the root's value without its own network evaluation. Under
+    Gumbel it is the value of the improved policy; the root's mean value there averages over every move that
+    sequential halving visited, the losing ones included."""
+    visited = tree.children_visits[:, 0] > 0
+    weights = jnp.where(visited, policy, 0.0)
+    total = weights.sum(axis=-1)
+    value = (weights * jnp.where(visited, root_q_values(tree), 0.0)).sum(axis=-1) / jnp.where(total > 0, total, 1.0)
+    return jnp.where(total > 0, value, tree.node_values[:, 0])
+
+
 def root_visit_counts(out: mctx.PolicyOutput) -> jax.Array:
     """int32 [B, A]: the root's child visit counts."""
     return out.search_tree.summary().visit_counts

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from azjax.games import Game, GameState
-from azjax.search import Evaluator, SearchSpec, run_search, searched_choice
+from azjax.search import Evaluator, SearchSpec, root_q_values, run_search, searched_choice
 
 PB_C_BASE = 19652.0  # mctx's muzero_policy default
 PV_LENGTH = 16  # maximum principal-variation length read out of a search
@@ -57,7 +57,7 @@ def search_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator, params:
     p = jax.nn.softmax(logits, axis=-1)
     p = jnp.where(legal, p, 0.0)
     root_value = tree.node_values[:, 0]
-    q_raw = tree.children_rewards[:, 0] + tree.children_discounts[:, 0] * tree.children_values[:, 0]
+    q_raw = root_q_values(tree)
     q = jnp.where(n > 0, q_raw, root_value[:, None])
     n_parent = jnp.sum(n, axis=-1, keepdims=True).astype(jnp.float32)
     c = spec.pb_c_init + jnp.log((n_parent + PB_C_BASE + 1.0) / PB_C_BASE)

@@ -590,13 +590,15 @@ def test_komi_curve_script_plays_each_komi_and_writes_the_fit_beside_the_nets_si
     save_params(tmp_path / "model", init_params(make_network(config, make_game("go_7x7")), make_game("go_7x7"),
                                                 jax.random.key(0)))
     out, png = tmp_path / "curve.json", tmp_path / "curve.png"
-    argv = [str(tmp_path / "model"), "--komis", "20.5", "-20.5", "--games", "4", "--gumbel_scale", "0.5",
+    # A 7x7 board lead is within [-49, 49]: Black wins every game at komi -49.5 and loses every game at 49.5.
+    argv = [str(tmp_path / "model"), "--komis", "49.5", "-49.5", "--games", "4", "--gumbel_scale", "0.5",
             "--out", str(out), "--plot", str(png)]
     assert load_script("sai_komi_curve").main(argv) == 0
     data = json.loads(out.read_text())
     assert data["command"].startswith("python scripts/sai_komi_curve.py ")
-    assert [r["komi"] for r in data["komis"]] == [-20.5, 20.5] and data["perfect_play_black_lead"] == 9.0
-    assert all(r["games"] == 4 and 0 <= r["black_score"] <= 1 for r in data["komis"])
+    assert [r["komi"] for r in data["komis"]] == [-49.5, 49.5] and data["perfect_play_black_lead"] == 9.0
+    assert all(r["games"] == 4 for r in data["komis"])
+    assert [r["black_score"] for r in data["komis"]] == [1.0, 0.0]
     low, high = (r["net_black_winrate"] for r in data["komis"])
     assert low > high  # the net's sigmoid falls with komi
     assert data["simulations"] == 2 and data["temperature_moves"] == 4 and data["gumbel_scale"] == 0.5

@@ -222,7 +222,7 @@ def test_lambda_one_is_the_outcome_bit_for_bit_and_composes_with_the_q_mix() -> 
     for w in (0.0, 0.25):
         ours = tdleaf.mix_with_q(g.reshape(-1), q, w)
         targets = OutcomeTargets(q_weight=w)
-        recorded = {"root_value": q} if targets.records else {}
+        recorded = {"q": q} if targets.records else {}
         assert np.asarray(ours).tobytes() == np.asarray(targets.value_target(z.reshape(-1), recorded)).tobytes()
     assert not np.array_equal(tdleaf.lambda_returns(v, player, z, cont, 0.7), z)
 

@@ -110,6 +110,20 @@ def test_match_partial_batch_keeps_colours_balanced(c4):
     assert d["games"] == 6 and d["score_low"] <= d["score"] <= d["score_high"]
 
 
+def test_play_games_plays_at_the_komi_it_is_given_and_compiles_once_for_every_komi(c4):
+    go = make_game("go_7x7")
+    rnd = random_agent(go)
+    compiled = arena._play_jit._cache_size()
+    # Black's area lead on a 7x7 board is within [-49, 49]: komi -49.5 hands Black every game, +49.5 White.
+    for komi, black in ((-49.5, 1.0), (49.5, -1.0)):
+        r = play_games(go, rnd, rnd, jax.random.key(3), 4, komi=komi)
+        black_result = np.where(r.a_first, r.outcome, -r.outcome)  # A moves first (Black) in the first half
+        np.testing.assert_array_equal(black_result, black)
+    assert arena._play_jit._cache_size() == compiled + 1
+    with pytest.raises(ValueError, match="komi applies to Go only"):
+        play_games(c4, random_agent(c4), random_agent(c4), jax.random.key(0), 2, komi=7.5)
+
+
 def test_random_playout_outcomes(c4):
     states = jax.vmap(c4.init)(jax.random.split(jax.random.key(0), 64))
     values = np.asarray(jax.jit(lambda k, s: random_playout(c4, k, s))(jax.random.key(1), states))

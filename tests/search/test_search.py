@@ -23,6 +23,7 @@ from azjax.search import (
     choose_move,
     make_recurrent_fn,
     mask_logits,
+    policy_value,
     root_fn,
     root_visit_counts,
     run_search,
@@ -190,6 +191,41 @@ def test_search_takes_the_win(outputs: dict[str, list[mctx.PolicyOutput]], kind:
         else:
             assert int(out.action[0]) == WIN_COL
             assert float(out.action_weights[0, WIN_COL]) > 0.9
+
+
+def test_the_policy_value_weighs_visited_root_moves_by_the_policy_and_falls_back_to_the_root_mean() -> None:
+    from types import SimpleNamespace
+
+    tree = SimpleNamespace(
+        children_visits=jnp.array([[[3, 1, 0, 2]], [[0, 0, 0, 0]]]),
+        children_rewards=jnp.array([[[1.0, 0.0, 0.0, 0.0]], [[0.0] * 4]]),
+        children_discounts=jnp.full((2, 1, 4), -1.0),
+        children_values=jnp.array([[[0.0, 0.5, 0.9, -0.2]], [[0.0] * 4]]),  # Q = 1, -0.5, (unvisited), 0.2
+        node_values=jnp.array([[0.3, 0.0], [-0.7, 0.0]]),
+    )
+    policy = jnp.array([[0.4, 0.2, 0.3, 0.1], [0.25] * 4])
+    # root 0: (0.4 x 1 + 0.2 x -0.5 + 0.1 x 0.2) / 0.7, the unvisited move's weight left out; root 1: no visits
+    np.testing.assert_allclose(policy_value(tree, policy), [0.32 / 0.7, -0.7], rtol=1e-6)
+
+
+def test_under_gumbel_the_policy_value_of_a_won_root_is_the_win_and_the_root_mean_is_far_below_it(
+        c4: Game, roots: GameState, search: Callable[..., mctx.PolicyOutput]) -> None:
+    """Self-play's 16 simulations from a root won in one move, with a network that knows nothing: sequential
+    halving spreads visits over all seven moves, so the root's mean value is pulled down by the six that do
+    not win, while the improved policy's value is the win's."""
+    spec = SearchSpec(kind="gumbel", num_simulations=16, gumbel_scale=1.0)
+    out = search(spec, c4, constant_evaluator, params_for(c4), jax.random.PRNGKey(0), roots)
+    assert float(policy_value(out.search_tree, out.action_weights)[0]) > 0.95
+    assert float(out.search_tree.node_values[0, 0]) < 0.5
+
+
+def test_under_puct_the_policy_value_of_the_visit_distribution_is_the_root_mean_without_the_roots_own_value(
+        outputs: dict[str, list[mctx.PolicyOutput]]) -> None:
+    for out in outputs["puct"]:
+        tree, live = out.search_tree, np.array([True, True, True, False])  # the finished game has no children
+        n = np.asarray(root_visit_counts(out)).sum(axis=-1)
+        want = (np.asarray(tree.node_values[:, 0]) * (n + 1) - np.asarray(tree.raw_values[:, 0])) / np.maximum(n, 1)
+        np.testing.assert_allclose(np.asarray(policy_value(tree, out.action_weights))[live], want[live], atol=1e-5)
 
 
 @pytest.mark.parametrize("kind", ["puct", "gumbel"])

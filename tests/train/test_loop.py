@@ -16,6 +16,7 @@ import pytest
 from azjax import replay as rb
 from azjax.checkpoint import CheckpointError, load_params
 from azjax.config import preset
+from azjax.games import make_game
 from azjax.methods.alphazero import OutcomeTargets, Seams, TanhValue
 from azjax.methods.go_exploit import ArchiveStarts
 from azjax.methods.playout_cap import PlayoutCapSearch
@@ -50,12 +51,12 @@ def test_replay_fills_outcomes_of_ended_games_only():
     assert 0.5 in np.asarray(v)
 
 
-def test_value_targets_mix_outcome_and_root_value():
+def test_value_targets_mix_outcome_and_the_searchs_q():
     obs, pol = jnp.zeros((2, 3)), jnp.full((2, 2), 0.5)
     r = rb.init_replay(4, (3,), jnp.float32, 2, extras=OutcomeTargets(0.5).records)
-    with pytest.raises(ValueError, match="root_value"):
+    with pytest.raises(ValueError, match="'q'"):
         rb.write(r, jnp.int32(0), obs, pol, jnp.array([0, 1]), jnp.array([0, 0]))
-    q = {"root_value": jnp.array([0.2, -0.6])}
+    q = {"q": jnp.array([0.2, -0.6])}
     r = rb.write(r, jnp.int32(0), obs, pol, jnp.array([0, 1]), jnp.array([0, 0]), q)
     r = rb.fill_outcomes(r, jnp.array([True, True]), jnp.array([0, 0]), jnp.array([[1.0, -1.0], [-1.0, 1.0]]))
     idx = jnp.array([0, 1])
@@ -66,7 +67,7 @@ def test_value_targets_mix_outcome_and_root_value():
     np.testing.assert_allclose(targets(r, 0.0), [1.0, 1.0])  # z for each entry's player
     np.testing.assert_allclose(targets(r, 1.0), [0.2, -0.6])
     np.testing.assert_allclose(targets(r, 0.25), [0.75 + 0.05, 0.75 - 0.15], rtol=1e-6)
-    # A plain replay has no root values: its targets are the outcomes whatever the weight.
+    # A plain replay has no q: its targets are the outcomes whatever the weight.
     plain = rb.fill_outcomes(rb.write(rb.init_replay(4, (3,), jnp.float32, 2), jnp.int32(0), obs, pol,
                                       jnp.array([0, 1]), jnp.array([0, 0])),
                              jnp.array([True, True]), jnp.array([0, 0]), jnp.array([[1.0, -1.0], [-1.0, 1.0]]))
@@ -74,7 +75,25 @@ def test_value_targets_mix_outcome_and_root_value():
     np.testing.assert_allclose(targets(plain, 0.5), [1.0, 1.0])
 
 
-def test_loop_with_q_mixed_targets_stores_root_values(tiny_overrides):
+@pytest.mark.parametrize("targets", [OutcomeTargets, lambda **kw: TDLeafTargets(lam=0.7, **kw)])
+def test_q_of_kind_root_is_the_roots_mean_value_and_of_kind_policy_the_policy_targets_value(targets):
+    from azjax.methods.alphazero import Searched
+    from azjax.search import SearchSpec, network_evaluator, policy_value, run_search
+
+    game = make_game("connect_four")
+    states = jax.vmap(game.init)(jax.random.split(jax.random.key(0), 4))
+    states = jax.vmap(game.step)(states, jnp.array([3, 2, 6, 0], jnp.int32))
+    evaluate = network_evaluator(lambda params, obs: (jnp.zeros((obs.shape[0], 7)), jnp.tanh(obs.sum((1, 2, 3)) - 1)))
+    out = run_search(SearchSpec(kind="gumbel", num_simulations=16), game, evaluate, None, jax.random.key(1), states)
+    searched = Searched(out=out, policy_target=out.action_weights, trained=jnp.ones(4, bool))
+    root = targets(q_weight=0.5, q="root").record(searched, states, out.action)["q"]
+    policy = targets(q_weight=0.5, q="policy").record(searched, states, out.action)["q"]
+    np.testing.assert_array_equal(root, out.search_tree.node_values[:, 0])
+    np.testing.assert_array_equal(policy, policy_value(out.search_tree, out.action_weights))
+    assert not np.allclose(root, policy)
+
+
+def test_loop_with_q_mixed_targets_stores_the_searchs_q(tiny_overrides):
     cfg = preset("connect_four", **tiny_overrides, value_target_q_weight=0.5)
     trainer = Trainer(cfg)
     state = trainer.init(0)
@@ -85,9 +104,9 @@ def test_loop_with_q_mixed_targets_stores_root_values(tiny_overrides):
             losses.append(float(m["loss"]))
     replay = state.replay
     written = np.asarray(replay.game_id) >= 0
-    q = np.asarray(replay.extras["root_value"])
+    q = np.asarray(replay.extras["q"])
     assert written.any() and np.all(np.abs(q) <= 1.0)
-    assert np.any(q[written] != 0.0)  # the search's root values, not the zeros the replay starts with
+    assert np.any(q[written] != 0.0)  # the search's values, not the zeros the replay starts with
     assert losses and np.all(np.isfinite(losses))
     with pytest.raises(ValueError, match="value_target_q_weight"):
         preset("go_7x7", "sai", value_target_q_weight=0.5)
@@ -111,7 +130,7 @@ def test_loss_matches_hand_computation():
     assert float(info["value_head_active"]) == 0.5
 
 
-def test_outcomes_and_root_values_are_from_the_view_of_each_entrys_player_to_move(tiny_overrides):
+def test_outcomes_and_q_values_are_from_the_view_of_each_entrys_player_to_move(tiny_overrides):
     """In Connect Four the player who makes a game's last move never loses it: that entry's z is +1 (or 0 for a
     draw), the entry before it (the opponent's) has -z, and where the last mover won, the search that found
     the win valued its root for the mover (q > 0 on average). A flipped sign fails each of these. The
@@ -137,7 +156,7 @@ def test_outcomes_and_root_values_are_from_the_view_of_each_entrys_player_to_mov
             last_z.append(r.value[mine[-1]])
             prev_z.append(r.value[mine[-2]])
             if r.value[mine[-1]] > 0:
-                last_q.append(r.extras["root_value"][mine[-1]])
+                last_q.append(r.extras["q"][mine[-1]])
     last_z, prev_z = np.array(last_z), np.array(prev_z)
     assert len(last_z) >= b and set(last_z) <= {0.0, 1.0} and (last_z == 1.0).any()
     np.testing.assert_array_equal(prev_z, -last_z)
