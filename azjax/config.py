@@ -285,10 +285,10 @@ def parse_field(name: str, text: str) -> Any:
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "connect_four": {
         # Measured (results/connect_four_quick): ~18 minutes on 2 CPU cores. Each position is sampled
-        # ~4 times (16 x 512 samples per 2048 new positions): on a CPU the search costs far more than
-        # SGD, and this replay ratio learned faster per minute than 1 or 2 did. Value targets
-        # 0.25 z + 0.75 q beat z alone (against mcts:200 at Gumbel 256: 0.80 with z, 0.91 with
-        # w = 0.5, 0.94 with w = 0.75; 200 games each).
+        # ~4 times (16 x 512 samples per 2048 new positions): this replay ratio learned faster per minute
+        # than 1 or 2 did. Value targets 0.25 z + 0.75 q beat z alone (against mcts:200 at Gumbel 256: 0.80
+        # with z, 0.91 with w = 0.5, 0.94 with w = 0.75; 200 games each; measured with q the root's mean
+        # value, value_target_q="root").
         "quick": dict(num_blocks=3, num_channels=32, num_simulations=16, num_envs=256,
                       moves_per_step=8, replay_size=65536, min_replay_size=4096, batch_size=512,
                       sgd_steps_per_step=16, learning_rate=2e-3, num_steps=300, temperature_moves=10,
@@ -296,7 +296,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         # `quick` six times as long, with Go-Exploit's search-state archive (lambda = 0.01): the one
         # variant whose hard-opening errors fell in every seed of results/variants_connect_four.json.
         # Sized for 60 minutes on 2 CPU cores split into 2 devices (AZJAX_CPU_DEVICES=2,
-        # scripts/connect_four_hour.sh; results/connect_four_hour/cpu2_3x32).
+        # scripts/connect_four_hour.sh; results/connect_four_hour/cpu2_q_policy).
         "hour": dict(num_blocks=3, num_channels=32, num_simulations=16, num_envs=256,
                      moves_per_step=8, replay_size=65536, min_replay_size=4096, batch_size=512,
                      sgd_steps_per_step=16, learning_rate=2e-3, num_steps=1850, temperature_moves=10,

@@ -6,12 +6,12 @@
 #   $OUT/{config.json,metrics.csv,eval.csv,curves.png,train_log.txt}, $OUT/model/ (the exported network)
 #   $OUT/pons_sims{64,256}.json, pons_policy.json (no search), vs_mcts_solver1000.json
 #   results/models/connect_four_hour/ (a copy of $OUT/model)
-# OUT defaults to results/connect_four_hour/cpu2_3x32, where the committed run is.
+# OUT defaults to results/connect_four_hour/cpu2_q_policy, where the committed run is.
 # Needs open-spiel (pip install open-spiel), a script-only dependency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/connect_four_hour_$(date +%Y%m%d_%H%M%S)}
-OUT=${OUT:-results/connect_four_hour/cpu2_3x32}
+OUT=${OUT:-results/connect_four_hour/cpu2_q_policy}
 MODEL=results/models/connect_four_hour
 mkdir -p "$OUT"
 ( time env AZJAX_CPU_DEVICES="${AZJAX_CPU_DEVICES:-2}" azjax train --game connect_four --preset hour --minutes 59 \
@@ -23,5 +23,5 @@ python scripts/pons_benchmark.py "policy:$OUT/model" --out "$OUT/pons_policy.jso
 python scripts/pons_benchmark.py "$OUT/model:64" --out "$OUT/pons_sims64.json"
 python scripts/pons_benchmark.py "$OUT/model:256" --sets begin_easy begin_medium begin_hard --out "$OUT/pons_sims256.json"
 python scripts/vs_mcts_solver.py "$OUT/model:256" --simulations 1000 --games 40 --out "$OUT/vs_mcts_solver1000.json"
-rm -rf "$MODEL"
-cp -r "$OUT/model" "$MODEL"
+mkdir -p "$MODEL"
+cp "$OUT"/model/* "$MODEL"/  # the folder's README.md stays

@@ -5,12 +5,14 @@
 #   results/connect_four_quick/eval_vs_mcts200_sims{64,256}.json
 #   results/connect_four_quick/checkpoint_step200/   (the mid-run parameters, for the arena table)
 #   results/models/connect_four_quick/{config.json,params.msgpack}
+# The committed run mixed the root's mean value into its value targets (it predates value_target_q; see
+# azjax/config.py), so this script trains with `--value_target_q root`; the preset's default is now "policy".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/connect_four_quick_$(date +%Y%m%d_%H%M%S)}
 OUT=results/connect_four_quick
 mkdir -p "$OUT"
-( time azjax train --game connect_four --preset quick --run_dir "$RUN" --no-progress ) 2>&1 | tee "$OUT/train_log.txt"
+( time azjax train --game connect_four --preset quick --value_target_q root --run_dir "$RUN" --no-progress ) 2>&1 | tee "$OUT/train_log.txt"
 rm -rf results/models/connect_four_quick "$OUT/checkpoint_step200"
 azjax export "$RUN" results/models/connect_four_quick
 azjax export "$RUN" "$OUT/checkpoint_step200" --step 200
