@@ -39,24 +39,18 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def value_readout(config: Any, game: Any, search: bool) -> Any:
-    """A jitted (params, key, states [B]) -> {"net": [B]} (+ "q_root", "q_policy" with `search`)."""
+def value_readout(evaluator: Any, policy: Any) -> Any:
+    """A jitted (params, key, states [B]) -> {"net": [B]}, and with a self-play search `policy`
+    (`azjax.build.search_policy`) its two kinds of q too, "q_root" and "q_policy" [B]."""
     import jax
-    import jax.numpy as jnp
 
-    from azjax.build import cached_evaluator, search_spec
-    from azjax.methods.alphazero import Searched, search_q
-    from azjax.search import run_search
-
-    evaluator = cached_evaluator(config, game)
-    spec = search_spec(config, training=True)
+    from azjax.methods.alphazero import search_q
 
     @jax.jit
     def values(params: Any, key: jax.Array, states: Any) -> dict[str, jax.Array]:
         out = {"net": evaluator(params, states)[1]}
-        if search:
-            tree = run_search(spec, game, evaluator, params, key, states)
-            searched = Searched(out=tree, policy_target=tree.action_weights, trained=jnp.ones_like(states.terminated))
+        if policy is not None:
+            searched, _ = policy.search(params, key, states)
             out.update(q_root=search_q(searched, "root"), q_policy=search_q(searched, "policy"))
         return out
 
@@ -67,7 +61,7 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     import jax
     import numpy as np
 
-    from azjax.build import game_named, load_model, search_spec
+    from azjax.build import cached_evaluator, game_named, load_model, search_policy
     from azjax.play.benchmarks import load_pons, value_by_result
     from azjax.play.selfplay_stats import replay_moves
 
@@ -79,8 +73,9 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
         config, params = load_model(path)
         if config.game != "connect_four":
             raise SystemExit(f"{path} plays {config.game}, not connect_four")
-        spec = search_spec(config, training=True)
-        values = value_readout(config, game, args.search)
+        evaluator = cached_evaluator(config, game)
+        policy = search_policy(config, game, evaluator) if args.search else None
+        values = value_readout(evaluator, policy)
         rows = []
         for pons_set in sets.values():
             graded = values(params, jax.random.key(args.seed), replay_moves(game, pons_set.moves))
@@ -91,9 +86,9 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
                 print(f"{path} {pons_set.name:>14} {name:>8}: win-loss AUC {row[name]['win_loss_auc']:.3f}; "
                       f"mean {means}", flush=True)
             rows.append(row)
-        results.append(dict(model=path, search=dict(kind=spec.kind, simulations=spec.num_simulations,
-                                                     gumbel_scale=spec.gumbel_scale) if args.search else None,
-                            sets=rows))
+        search = None if policy is None else dict(kind=policy.spec.kind, simulations=policy.spec.num_simulations,
+                                                  gumbel_scale=policy.spec.gumbel_scale)
+        results.append(dict(model=path, search=search, sets=rows))
     return dict(command=command, args=vars(args), results=results, seconds=round(time.time() - t_start, 1),
                 notes="values are for the side to move: net = the network's (no search); q_root = the self-play "
                       "search's root mean backed-up value; q_policy = the value of its policy target; results are "
