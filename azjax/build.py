@@ -40,6 +40,7 @@ from azjax.methods.alphazero import (
 )
 from azjax.methods.go_exploit import ArchiveStarts
 from azjax.methods.playout_cap import PlayoutCapSearch
+from azjax.methods.random_openings import RandomOpenings
 from azjax.methods.tdleaf import TDLeafTargets
 from azjax.network import PolicyValueNet
 from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec
@@ -121,8 +122,16 @@ def value_head(config: Config, like: Config | None = None) -> ValueHead:
 def game_starts(config: Config, game: Game, net: PolicyValueNet, like: Config | None = None) -> GameStarts:
     """Where a restarting slot's game comes from. AlphaZero: `game.init`. SAI: komi from the empty board's
     sigmoid, and branch starts from finished games. Go-Exploit (`start_state_prob` < 1): an archive of
-    visited or searched states."""
+    visited or searched states. Random openings (`random_opening_plies` > 0) follow each of these starts with
+    a few random moves."""
     like = like or config
+    starts = _starts(config, game, net, like)
+    if like.random_opening_plies > 0:
+        return RandomOpenings(inner=starts, game=game, max_plies=like.random_opening_plies)
+    return starts
+
+
+def _starts(config: Config, game: Game, net: PolicyValueNet, like: Config) -> GameStarts:
     if like.start_state_prob < 1:
         return ArchiveStarts(game=game, start_state_prob=config.start_state_prob, kind=config.archive_kind,
                              population=config.archive, learning_steps=config.sgd_steps_per_step)

@@ -63,6 +63,9 @@ class Config:
     archive: Literal["visited", "search"] = "visited"
     archive_kind: Literal["circular", "reservoir", "expanding"] = "circular"
     archive_size: int = 16384  # states (all devices)
+    # Random openings (azjax.methods.random_openings): each trajectory begins after k uniformly random legal
+    # moves from its start, k uniform in 0..random_opening_plies, which are not trained on; 0 = off (AlphaZero).
+    random_opening_plies: int = 0
     # TDLeaf(lambda) value targets (METHODS.md section 4): 1 = the outcome z (AlphaZero).
     td_lambda: float = 1.0
     td_zero_unpredicted: bool = False  # zero positive TDs from opponent moves the PV did not predict
@@ -131,7 +134,7 @@ class Config:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         nonneg = ["sgd_steps_per_step", "min_replay_size", "temperature_moves", "lr_warmup_steps",
                   "eval_every", "weight_decay", "learning_rate", "dirichlet_fraction", "gumbel_scale",
-                  "pb_c_init", "value_loss_weight", "value_probe_games"]
+                  "pb_c_init", "value_loss_weight", "value_probe_games", "random_opening_plies"]
         for name in nonneg:
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")

@@ -6,22 +6,27 @@
 #   $OUT/{config.json,metrics.csv,eval.csv,curves.png,train_log.txt}, $OUT/model/ (the exported network)
 #   $OUT/pons_sims{64,256}.json, pons_policy.json (no search), vs_mcts_solver1000.json
 #   results/models/connect_four_hour/ (a copy of $OUT/model)
-# OUT defaults to results/connect_four_hour/cpu2_q_policy, where the committed run is.
+# OUT defaults to results/connect_four_hour/cpu2_q_policy, where the committed run is. Arguments are passed on
+# to `azjax train` (a variant of the preset: `OUT=... MODEL= bash scripts/connect_four_hour.sh --swa_decay 0.99`);
+# MODEL= (empty) leaves results/models alone. The command run is written to $OUT/command.txt.
 # Needs open-spiel (pip install open-spiel), a script-only dependency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/connect_four_hour_$(date +%Y%m%d_%H%M%S)}
 OUT=${OUT:-results/connect_four_hour/cpu2_q_policy}
-MODEL=results/models/connect_four_hour
+MODEL=${MODEL-results/models/connect_four_hour}
 mkdir -p "$OUT"
+echo "RUN=$RUN OUT=$OUT MODEL=$MODEL bash scripts/connect_four_hour.sh $*" > "$OUT/command.txt"
 ( time env AZJAX_CPU_DEVICES="${AZJAX_CPU_DEVICES:-2}" azjax train --game connect_four --preset hour --minutes 59 \
-    --run_dir "$RUN" --no-progress ) 2>&1 | tee "$OUT/train_log.txt"
+    --run_dir "$RUN" --no-progress "$@" ) 2>&1 | tee "$OUT/train_log.txt"
 rm -rf "$OUT/model"
-azjax export "$RUN" "$OUT/model"
+AZJAX_CPU_DEVICES="${AZJAX_CPU_DEVICES:-2}" azjax export "$RUN" "$OUT/model"
 cp "$RUN"/{curves.png,metrics.csv,eval.csv,config.json} "$OUT/"
 python scripts/pons_benchmark.py "policy:$OUT/model" --out "$OUT/pons_policy.json"
 python scripts/pons_benchmark.py "$OUT/model:64" --out "$OUT/pons_sims64.json"
 python scripts/pons_benchmark.py "$OUT/model:256" --sets begin_easy begin_medium begin_hard --out "$OUT/pons_sims256.json"
 python scripts/vs_mcts_solver.py "$OUT/model:256" --simulations 1000 --games 40 --out "$OUT/vs_mcts_solver1000.json"
-mkdir -p "$MODEL"
-cp "$OUT"/model/* "$MODEL"/  # the folder's README.md stays
+if [[ -n "$MODEL" ]]; then
+  mkdir -p "$MODEL"
+  cp "$OUT"/model/* "$MODEL"/  # the folder's README.md stays
+fi

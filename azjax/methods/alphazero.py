@@ -9,7 +9,8 @@ from the config, and the loop (`azjax.train.loop`) calls only the seams, with no
   * `GameStarts`: where a restarting slot's game comes from. AlphaZero: `game.init` (`NewGames`). SAI: a komi
     drawn from the empty board's sigmoid, and branch starts queued from finished games (`azjax.methods.sai.KomiStarts`).
     Go-Exploit: a trajectory starts at the initial state with probability lambda, else at a state of an archive
-    of visited or searched states (`azjax.methods.go_exploit.ArchiveStarts`).
+    of visited or searched states (`azjax.methods.go_exploit.ArchiveStarts`). Random openings follow any of
+    these starts with a few random moves (`azjax.methods.random_openings.RandomOpenings`).
   * `Targets`: what the replay records per position from the search, how a finished game turns its positions
     into value targets, which positions are trained on, and the value target of a sampled position.
     AlphaZero: the outcome z, or the mix (1 - w) z + w q with the search's value q (`OutcomeTargets`).

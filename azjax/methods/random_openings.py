@@ -1,0 +1,92 @@
+"""Random openings: every trajectory begins with a few uniformly random legal moves that nobody trains on.
+
+Self-play from one start state with a temperature window reaches the openings its own policy likes; a
+position a few random moves away from them may never be played. `RandomOpenings` wraps any game-starts seam
+(`azjax.methods.alphazero.GameStarts`): after the wrapped seam has picked a slot's start (a new game, a
+Go-Exploit archive state, a SAI branch), k uniformly random legal moves are played from it, k drawn uniformly
+from 0..K (`random_opening_plies`). The trajectory, its temperature window and its records begin after them.
+A random move that would end the game is skipped, so every start is a live position. K = 0 is the wrapped
+seam itself (the build leaves the wrapper out). The wrapped seam's slot state is its own: under Go-Exploit's
+search archive a trajectory begun at the initial state still counts as one after its random opening.
+
+    starts = RandomOpenings(inner=NewGames(game), game=game, max_plies=12)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+
+from azjax.games import Game, GameState
+from azjax.methods.alphazero import GameStarts, Searched
+
+__all__ = ["RandomOpenings", "random_opening"]
+
+
+def random_opening(game: Game, key: jax.Array, states: GameState, max_plies: int) -> tuple[GameState, jax.Array]:
+    """Plays k uniformly random legal moves from each of `states` (GameState [B]), k uniform in 0..`max_plies`.
+
+    A move that would end the game is not played (that ply is skipped), so a live state stays live.
+    `max_plies` is static. Returns (states [B], int32 [B] the moves played).
+    """
+    b = states.current_player.shape[0]
+    k_len, k_moves = jax.random.split(key)
+    plies = jax.random.randint(k_len, (b,), 0, max_plies + 1)
+
+    def ply(i: jax.Array, carry: tuple[GameState, jax.Array]) -> tuple[GameState, jax.Array]:
+        s, played = carry
+        logits = jnp.where(s.legal_action_mask, 0.0, -jnp.inf)
+        action = jax.random.categorical(jax.random.fold_in(k_moves, i), logits)
+        nxt = jax.vmap(game.step)(s, action)
+        move = (i < plies) & ~nxt.terminated & s.legal_action_mask.any(axis=-1)
+        keep = lambda new, old: jnp.where(move.reshape(-1, *([1] * (old.ndim - 1))), new, old)  # noqa: E731
+        return jax.tree.map(keep, nxt, s), played + move.astype(jnp.int32)
+
+    return jax.lax.fori_loop(0, max_plies, ply, (states, jnp.zeros((b,), jnp.int32)))
+
+
+@dataclasses.dataclass(frozen=True)
+class RandomOpenings:
+    """A game-starts seam whose starts are `inner`'s, each followed by a random opening of 0..`max_plies` moves.
+
+    Everything else (slots, pool, statistics, columns) is `inner`'s. Adds the column `opening_plies`: the
+    random moves played per trajectory begun this step, on average.
+    """
+
+    inner: GameStarts
+    game: Game
+    max_plies: int
+
+    def __post_init__(self) -> None:
+        if self.max_plies < 1:
+            raise ValueError(f"random openings need max_plies >= 1, got {self.max_plies}")
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return (*self.inner.columns, "opening_plies")
+
+    def init(self, key: jax.Array, params: Any, games: GameState, pool_size: int) -> tuple[GameState, Any, Any]:
+        games, slots, pool = self.inner.init(key, params, games, pool_size)
+        games, _ = random_opening(self.game, jax.random.fold_in(key, 0x0DE), games, self.max_plies)
+        return games, slots, pool
+
+    def prepare(self, params: Any) -> Any:
+        return self.inner.prepare(params)
+
+    def restart(self, key: jax.Array, params: Any, context: Any, states: GameState, searched: Searched, slots: Any,
+                pool: Any, ended: jax.Array) -> tuple[GameState, Any, Any, dict[str, jax.Array]]:
+        games, slots, pool, stats = self.inner.restart(key, params, context, states, searched, slots, pool, ended)
+        # A key of its own: the wrapped seam's draws are the same as without openings.
+        games, played = random_opening(self.game, jax.random.fold_in(key, 0x0DE), games, self.max_plies)
+        return games, slots, pool, {**stats, "opening_plies_sum": jnp.where(ended, played, 0).sum()}
+
+    def step_metrics(self, context: Any, pool: Any) -> tuple[dict[str, jax.Array], dict[str, jax.Array]]:
+        return self.inner.step_metrics(context, pool)
+
+    def row(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        games = int(metrics["games"])
+        mean = int(metrics["opening_plies_sum"]) / games if games else float("nan")
+        return {**self.inner.row(metrics), "opening_plies": mean}
