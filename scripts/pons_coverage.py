@@ -1,8 +1,8 @@
 """Does a Connect Four network err more on Pons' positions its own self-play never reached?
 
-    python scripts/pons_coverage.py runs/RUN policy:results/connect_four_hour/cpu2_q_policy/model \
-        [results/connect_four_hour/cpu2_q_policy/model:64] \
-        --out results/connect_four_hour/cpu2_q_policy/pons_coverage.json
+    python scripts/pons_coverage.py runs/RUN policy:results/connect_four_hour/random_openings/model \
+        [results/connect_four_hour/random_openings/model:64] \
+        --out results/connect_four_hour/random_openings/pons_coverage.json
 
 RUN is a training run directory with the set of distinct positions its self-play wrote to the replay
 (`unique_states/STEP.npz`, `azjax.train.measures.UniqueStates`; `--step`, default the newest). Each of Pons'
