@@ -295,6 +295,13 @@ class Go(Game):
         return self._check_legal(state, (self.size - rank) * self.size + col, text)
 
 
+def where_games(mask: Array, new: Any, old: Any) -> Any:
+    """Row i of `new` where `mask[i]` ([B] bool), else row i of `old`, over every leaf of two batched pytrees
+    (GameStates [B]); `new` is cast to `old`'s dtypes."""
+    rows = lambda n, o: jnp.where(mask.reshape(-1, *([1] * (o.ndim - 1))), n.astype(o.dtype), o)  # noqa: E731
+    return jax.tree.map(rows, new, old)
+
+
 def board_arrays(states: GameState) -> Any:
     """pgx's own state of the board (its private `_x`: chess `board`, `color`, `en_passant`, ...; Go `board`,
     `color`, ...), batched as `states` are. The one door to it outside this module, for rules code such as a

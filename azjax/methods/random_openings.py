@@ -20,7 +20,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from azjax.games import Game, GameState
+from azjax.games import Game, GameState, where_games
 from azjax.methods.alphazero import GameStarts, Searched
 
 __all__ = ["RandomOpenings", "random_opening"]
@@ -42,8 +42,7 @@ def random_opening(game: Game, key: jax.Array, states: GameState, max_plies: int
         action = jax.random.categorical(jax.random.fold_in(k_moves, i), logits)
         nxt = jax.vmap(game.step)(s, action)
         move = (i < plies) & ~nxt.terminated & s.legal_action_mask.any(axis=-1)
-        keep = lambda new, old: jnp.where(move.reshape(-1, *([1] * (old.ndim - 1))), new, old)  # noqa: E731
-        return jax.tree.map(keep, nxt, s), played + move.astype(jnp.int32)
+        return where_games(move, nxt, s), played + move.astype(jnp.int32)
 
     return jax.lax.fori_loop(0, max_plies, ply, (states, jnp.zeros((b,), jnp.int32)))
 

@@ -33,7 +33,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import struct
 
-from azjax.games import Game, GameState, board_arrays
+from azjax.games import Game, GameState, board_arrays, where_games
 from azjax.methods import start_states as ss
 from azjax.methods.alphazero import Searched
 from azjax.search import Evaluator, ParentAwareEvaluator
@@ -378,8 +378,7 @@ class KomiStarts:
         pool, queued, got = ss.pop(pool, ended)
         komi = self._new_komi(k_komi, context, b)
         fresh = jax.vmap(self.game.init)(jax.random.split(k_games, b), komi)
-        pick = lambda q, f: jnp.where(got.reshape(-1, *([1] * (f.ndim - 1))), q, f)  # noqa: E731
-        games = jax.tree.map(pick, queued, fresh)
+        games = where_games(got, queued, fresh)
         new = ended & ~got
         stats.update(branch_starts=got.sum(dtype=jnp.int32), new_games=new.sum(dtype=jnp.int32),
                      new_game_komi_sum=jnp.where(new, komi, 0.0).sum(),

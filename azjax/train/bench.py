@@ -49,6 +49,7 @@ from jax.sharding import PartitionSpec as P
 from azjax import replay as rb
 from azjax.build import load_model
 from azjax.config import Config, preset
+from azjax.games import where_games
 from azjax.search import choose_move, make_recurrent_fn, mask_logits, search_inputs
 from azjax.search.core import search
 from azjax.train.loop import Trainer
@@ -75,7 +76,7 @@ def restart_finished(game: Any, key: jax.Array, states: Any) -> Any:
     """states [B] with every finished game replaced by a new one."""
     fresh = jax.vmap(game.init)(jax.random.split(key, states.terminated.shape[0]))
     done = states.terminated
-    return jax.tree.map(lambda a, b: jnp.where(done.reshape(-1, *([1] * (a.ndim - 1))), a, b), fresh, states)
+    return where_games(done, fresh, states)
 
 
 def plain_loop(trainer: Trainer) -> Callable[[Any, Any, jax.Array], tuple[Any, jax.Array]]:

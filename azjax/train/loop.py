@@ -49,7 +49,7 @@ from jax.sharding import PartitionSpec as P
 from azjax import replay as rb
 from azjax.build import config_game, init_params, loop_seams, make_network, start_pool_size
 from azjax.config import Config
-from azjax.games import Game, GameState
+from azjax.games import Game, GameState, where_games
 from azjax.games.augment import augment
 from azjax.methods.alphazero import GameStarts, Records, Seams, SearchPolicy, Targets, ValueHead
 from azjax.network import PolicyValueNet, head_health
@@ -351,9 +351,8 @@ class Trainer:
         fresh, slots, pool, start_stats = self.starts.restart(k_new, params, context, state, searched, actors.slots,
                                                               pool, ended)
         stats.update(start_stats)
-        restart = lambda new, old: jnp.where(ended.reshape(-1, *([1] * (old.ndim - 1))), new, old)  # noqa: E731
         actors = GamesInFlight(
-            state=jax.tree.map(restart, fresh, next_state),
+            state=where_games(ended, fresh, next_state),
             game_id=actors.game_id + ended.astype(jnp.int32),
             first_player=jnp.where(ended, fresh.current_player, actors.first_player),
             trajectory_moves=jnp.where(ended, 0, actors.trajectory_moves + 1),
