@@ -78,7 +78,12 @@ class _Process:
             self.proc.stdin.write(line + "\n")
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as e:
-            raise EngineError(f"{self.name}: cannot write {line!r}: {e}") from e
+            # A closed pipe usually means the engine exited between poll() and the write: say so.
+            try:
+                code = self.proc.wait(timeout=1)
+            except subprocess.TimeoutExpired:
+                raise EngineError(f"{self.name}: cannot write {line!r}: {e}") from e
+            raise EngineError(f"{self.name} has exited (code {code}) before reading {line!r}") from e
 
     def readline(self, deadline: float) -> str:
         timeout = deadline - time.monotonic()
