@@ -1,4 +1,5 @@
-"""Go-Exploit, TDLeaf(lambda) and playout caps against plain AlphaZero on Connect Four, at equal self-play positions.
+"""Go-Exploit, TDLeaf(lambda), playout caps and random openings against plain AlphaZero on Connect Four, at
+equal self-play positions.
 
 Every variant is the `quick` preset plus its switches (`VARIANTS`), trained for the same number of loop steps
 (so the same self-play positions: num_envs x moves_per_step per step) with each of `--seeds` seeds. At
@@ -39,6 +40,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "tdleaf_0.7": dict(td_lambda=0.7),
     "playout_cap": dict(full_search_prob=0.25, fast_simulations=4),
     "go_exploit_visited+tdleaf_0.7": dict(start_state_prob=0.01, archive="visited", td_lambda=0.7),
+    # Not one of the papers: the `hour` preset's variety (azjax.methods.random_openings).
+    "random_openings": dict(random_opening_plies=12),
 }
 
 

@@ -95,6 +95,11 @@ def test_a_random_player_makes_many_errors(game, sample):
     positions = sum(g.positions for g in grades)
     assert positions == 64
     assert errors / positions > 0.15  # about a third on the full sets
+    for g in grades:  # split by the position's result; a lost position has no result-changing move
+        assert sum(n for n, _ in g.by_result.values()) == g.positions
+        assert sum(e for _, e in g.by_result.values()) == g.errors and g.by_result["loss"][1] == 0
+    assert sum(g.by_result["win"][1] + g.by_result["draw"][1] for g in grades) == errors
+    assert grades[0].to_dict()["by_result"]["win"]["positions"] == grades[0].by_result["win"][0]
 
 
 def test_a_constant_network_errs_on_begin_hard(game, sample):

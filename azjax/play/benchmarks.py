@@ -114,13 +114,19 @@ def grade_moves(actions: np.ndarray, move_scores: np.ndarray) -> tuple[np.ndarra
 
 @dataclasses.dataclass(frozen=True)
 class PonsGrade:
-    """An agent's grade on one set; rates come with 95% Wilson intervals (`arena.wilson_interval`)."""
+    """An agent's grade on one set; rates come with 95% Wilson intervals (`arena.wilson_interval`).
+
+    `by_result` splits positions and errors by the position's perfect-play result for the side to move
+    ("win", "draw", "loss"; {result: (positions, errors)}): a won position's error gives the win away, a
+    drawn one's loses, and a lost position has none (every legal move loses).
+    """
 
     set: str
     positions: int
     errors: int
     not_optimal: int
     seconds: float = 0.0
+    by_result: dict[str, tuple[int, int]] = dataclasses.field(default_factory=dict)
 
     @property
     def error_rate(self) -> float:
@@ -136,7 +142,9 @@ class PonsGrade:
         return dict(set=self.set, positions=self.positions, errors=self.errors, error_rate=self.error_rate,
                     error_low=e_low, error_high=e_high, not_optimal=self.not_optimal,
                     not_optimal_rate=self.not_optimal_rate, not_optimal_low=o_low, not_optimal_high=o_high,
-                    seconds=self.seconds)
+                    seconds=self.seconds,
+                    by_result={r: dict(positions=n, errors=e, error_rate=e / n if n else None)
+                               for r, (n, e) in self.by_result.items()})
 
     def __str__(self) -> str:
         d = self.to_dict()
@@ -174,8 +182,12 @@ def grade_agent(
     t0 = time.perf_counter()
     actions = agent_moves(game, agent, pons_set.moves, key, batch_size)
     errors, not_optimal = grade_moves(actions, pons_set.move_scores)
+    result = np.sign(pons_set.score)
+    by_result = {name: (int((result == sign).sum()), int(errors[result == sign].sum()))
+                 for name, sign in (("win", 1), ("draw", 0), ("loss", -1))}
     return PonsGrade(set=pons_set.name, positions=pons_set.size, errors=int(errors.sum()),
-                     not_optimal=int(not_optimal.sum()), seconds=round(time.perf_counter() - t0, 2))
+                     not_optimal=int(not_optimal.sum()), seconds=round(time.perf_counter() - t0, 2),
+                     by_result=by_result)
 
 
 def value_by_result(values: np.ndarray, score: np.ndarray) -> dict[str, Any]:
