@@ -12,7 +12,8 @@ Every position of a set is set up on device by replaying its moves (`azjax.play.
 and the agent moves in all of them in one batch (`--batch_size` splits a set). A move is an error when
 it changes the game-theoretic result (`azjax.play.benchmarks.grade_moves`); the JSON (`--out`) holds, per
 agent and set, the positions, errors, the error rate with its 95% Wilson interval, the same for
-not-optimal moves, and the exact command.
+not-optimal moves, the errors split by the position's perfect-play result (`by_result`: won, drawn, lost),
+and the exact command.
 """
 
 from __future__ import annotations
