@@ -112,6 +112,10 @@ def grade_moves(actions: np.ndarray, move_scores: np.ndarray) -> tuple[np.ndarra
     return errors, not_optimal
 
 
+# A perfect-play result by the sign of its score for the side to move.
+RESULT_SIGNS = (("win", 1), ("draw", 0), ("loss", -1))
+
+
 @dataclasses.dataclass(frozen=True)
 class PonsGrade:
     """An agent's grade on one set; rates come with 95% Wilson intervals (`arena.wilson_interval`).
@@ -184,7 +188,7 @@ def grade_agent(
     errors, not_optimal = grade_moves(actions, pons_set.move_scores)
     result = np.sign(pons_set.score)
     by_result = {name: (int((result == sign).sum()), int(errors[result == sign].sum()))
-                 for name, sign in (("win", 1), ("draw", 0), ("loss", -1))}
+                 for name, sign in RESULT_SIGNS}
     return PonsGrade(set=pons_set.name, positions=pons_set.size, errors=int(errors.sum()),
                      not_optimal=int(not_optimal.sum()), seconds=round(time.perf_counter() - t0, 2),
                      by_result=by_result)
@@ -200,7 +204,7 @@ def value_by_result(values: np.ndarray, score: np.ndarray) -> dict[str, Any]:
     """
     values, result = np.asarray(values, np.float64), np.sign(np.asarray(score))
     by_result = {}
-    for name, sign in (("win", 1), ("draw", 0), ("loss", -1)):
+    for name, sign in RESULT_SIGNS:
         v = values[result == sign]
         by_result[name] = dict(positions=int(v.size), mean=float(v.mean()) if v.size else None,
                                sd=float(v.std()) if v.size else None)
