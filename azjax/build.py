@@ -95,6 +95,7 @@ def make_network(config: Config, game: Game) -> PolicyValueNet:
         beta_scale=sai.beta_scale(h * w) if config.value_head == "sai" else 1.0,
         legacy_heads=config.legacy_heads,
         head_hidden_norm=config.head_hidden_norm,
+        colour_plane=config.colour_plane,
     )
 
 

@@ -35,6 +35,11 @@ class Config:
     # LayerNorm before the ReLU of the value (alpha, beta) heads' hidden layer, so no position switches every
     # hidden unit off. A config.json without this field is a model saved before it existed (False).
     head_hidden_norm: bool = True
+    # AlphaZero's colour plane: the network's input gains a plane that is 1 where the player to move moved
+    # first. pgx's Connect Four observation (own stones, opponent's stones) leaves it to be counted, yet its
+    # threats are good or bad by row parity for the first and the second player. Connect Four only (there the
+    # stone counts tell the colour); Go's and chess's observations carry a colour plane of their own.
+    colour_plane: bool = False
     # search
     search: Literal["gumbel", "puct"] = "gumbel"
     # The search of the trained network as a player (periodic evaluation, eval, arena, play, engines);
@@ -167,6 +172,9 @@ class Config:
             raise ValueError(f"adjudicate_margin must be > 0 pawns, got {self.adjudicate_margin}")
         if self.n_scl is not None and self.n_scl < 1:
             raise ValueError(f"n_scl must be >= 1 (or None = off), got {self.n_scl}")
+        if self.colour_plane and self.game != "connect_four":
+            raise ValueError(f"colour_plane applies to connect_four only ({self.game!r}'s observation has a "
+                             "colour plane of its own)")
         if self.value_head == "sai" and not self.game.startswith("go_"):
             raise ValueError(f"value_head='sai' (sigmoid-komi values) applies to Go only, not {self.game!r}")
         for name in ("sai_official_komi_share", "branch_prob", "sensible_lambda"):
@@ -296,15 +304,16 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                       moves_per_step=8, replay_size=65536, min_replay_size=4096, batch_size=512,
                       sgd_steps_per_step=16, learning_rate=2e-3, num_steps=300, temperature_moves=10,
                       value_target_q_weight=0.75, eval_every=150, eval_games=32, eval_simulations=64),
-        # `quick` for 1400 steps, every game opened by 0-12 random moves: in the same hour it errs on fewer of
-        # Pons' positions, on every set, than the previous `hour` with Go-Exploit's search-state archive.
-        # Sized for 60 minutes on 2 CPU cores split into 2 devices (AZJAX_CPU_DEVICES=2,
-        # scripts/connect_four_hour.sh; results/connect_four_hour/random_openings).
+        # `quick` for 1400 steps, every game opened by 0-12 random moves, the network told the colour to move:
+        # random openings erred on fewer of Pons' positions, on every set, than Go-Exploit's search-state
+        # archive in the same hour, and the colour plane on fewer again (results/connect_four_hour/
+        # random_openings, colour_plane). Sized for 60 minutes on 2 CPU cores split into 2 devices
+        # (AZJAX_CPU_DEVICES=2, scripts/connect_four_hour.sh).
         "hour": dict(num_blocks=3, num_channels=32, num_simulations=16, num_envs=256,
                      moves_per_step=8, replay_size=65536, min_replay_size=4096, batch_size=512,
                      sgd_steps_per_step=16, learning_rate=2e-3, num_steps=1400, temperature_moves=10,
                      value_target_q_weight=0.75, eval_every=300, eval_games=32, eval_simulations=64,
-                     random_opening_plies=12),
+                     random_opening_plies=12, colour_plane=True),
         "full": dict(num_blocks=6, num_channels=128, num_simulations=64, num_envs=1024,
                      moves_per_step=16, replay_size=1_000_000, min_replay_size=50_000, batch_size=1024,
                      sgd_steps_per_step=8, learning_rate=2e-3, num_steps=5000, eval_every=500,

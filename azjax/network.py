@@ -23,6 +23,15 @@ import jax
 import jax.numpy as jnp
 
 
+def first_player_plane(obs: jax.Array) -> jax.Array:
+    """[B, H, W, C] -> [B, H, W, 1]: 1 where the player to move moved first, else 0, read from an observation
+    whose channels 0 and 1 hold the mover's and the opponent's stones in a game where every move adds one
+    stone (Connect Four): the first player is to move exactly when both have as many stones."""
+    own, opponent = jnp.sum(obs[..., 0], axis=(-2, -1)), jnp.sum(obs[..., 1], axis=(-2, -1))
+    plane = jnp.broadcast_to((own == opponent)[:, None, None, None], (*obs.shape[:-1], 1))
+    return plane.astype(obs.dtype)
+
+
 class ResBlock(nn.Module):
     channels: int
     dtype: Any
@@ -103,10 +112,13 @@ class PolicyValueNet(nn.Module):
     beta_scale: float = 1.0  # c in beta = c * exp(beta*) (SAI: 10 / intersections)
     legacy_heads: bool = False  # `Config.legacy_heads`: the unnormalised heads of older saved models
     head_hidden_norm: bool = True  # `Config.head_hidden_norm`: LayerNorm in the scalar heads' hidden layer
+    colour_plane: bool = False  # `Config.colour_plane`: append `first_player_plane(obs)` to the input
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, ...]:
         x = obs.astype(self.dtype)
+        if self.colour_plane:
+            x = jnp.concatenate([x, first_player_plane(x)], axis=-1)
         x = nn.Conv(self.num_channels, (3, 3), dtype=self.dtype)(x)
         for _ in range(self.num_blocks):
             x = ResBlock(self.num_channels, self.dtype)(x)

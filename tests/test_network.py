@@ -13,7 +13,7 @@ from azjax import build
 from azjax.build import init_params, make_network
 from azjax.config import Config, preset
 from azjax.games import make_game
-from azjax.network import HeadConv, ScalarHead, head_health
+from azjax.network import HeadConv, ScalarHead, first_player_plane, head_health
 from azjax.train import HeadWatch
 from azjax.train.loop import Trainer, with_head_health
 
@@ -169,3 +169,40 @@ def test_a_model_with_the_old_heads_reports_their_health_so_it_can_resume_traini
     assert set(health) == {"policy_head_active", "value_head_active"}
     assert all(0.0 <= float(v) <= 1.0 for v in health.values())
     Trainer(cfg)  # builds its loss with the heads' health, as a resumed run does
+
+
+def test_the_colour_plane_says_whether_the_player_to_move_moved_first() -> None:
+    """Connect Four after 0, 1, 2 and 3 moves: the first player is to move after an even number."""
+    g = make_game("connect_four")
+    states = [g.init(jax.random.key(0))]
+    for column in (3, 3, 4):
+        states.append(g.step(states[-1], jnp.int32(column)))
+    obs = jnp.stack([s.observation for s in states]).astype(jnp.float32)
+    plane = first_player_plane(obs)
+    assert plane.shape == (4, 6, 7, 1)
+    np.testing.assert_array_equal(np.asarray(plane).reshape(4, -1).min(1), [1, 0, 1, 0])
+    np.testing.assert_array_equal(np.asarray(plane).reshape(4, -1).max(1), [1, 0, 1, 0])
+
+
+def test_a_network_with_the_colour_plane_reads_one_more_input_channel_and_uses_it() -> None:
+    g = make_game("connect_four")
+    plain = make_network(preset("connect_four", num_blocks=1, num_channels=8), g)
+    coloured = make_network(preset("connect_four", num_blocks=1, num_channels=8, colour_plane=True), g)
+    stem = lambda params: params["params"]["Conv_0"]["kernel"].shape  # noqa: E731
+    assert stem(init_params(plain, g, jax.random.key(0))) == (3, 3, 2, 8)
+    params = init_params(coloured, g, jax.random.key(0))
+    assert stem(params) == (3, 3, 3, 8)
+    # The plane's weights alone: the same stones read as "first player to move" or not give other outputs.
+    flat = flax.traverse_util.flatten_dict(params)
+    flat[("params", "Conv_0", "kernel")] = flat[("params", "Conv_0", "kernel")].at[:, :, :2].set(0.0)
+    params = flax.traverse_util.unflatten_dict(flat)
+    empty = g.init(jax.random.key(0)).observation[None].astype(jnp.float32)
+    one_stone = g.step(g.init(jax.random.key(0)), jnp.int32(3)).observation[None].astype(jnp.float32)
+    assert not np.allclose(coloured.apply(params, empty)[1], coloured.apply(params, one_stone)[1])
+
+
+def test_the_colour_plane_is_for_connect_four_and_old_configs_have_none() -> None:
+    with pytest.raises(ValueError, match="colour_plane applies to connect_four only"):
+        preset("go_7x7", colour_plane=True)
+    saved = {k: v for k, v in preset("connect_four").to_dict().items() if k != "colour_plane"}
+    assert Config.from_dict(saved).colour_plane is False
