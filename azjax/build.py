@@ -25,12 +25,14 @@ import numpy as np
 
 from azjax.checkpoint import load_config, load_params
 from azjax.config import Config
-from azjax.games import Game, GameState, make_game
-from azjax.methods import sai
+from azjax.games import Game, GameState, make_game, play_max_moves
+from azjax.methods import katago_aux, sai
 from azjax.methods.alphazero import (
+    AuxiliaryTargets,
     FullSearch,
     GameStarts,
     NewGames,
+    NoAuxiliaryTargets,
     OutcomeTargets,
     Seams,
     SearchPolicy,
@@ -49,17 +51,22 @@ from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec
 
 
 @functools.cache
-def _game(name: str, komi: float | None, start: str | None, adjudicate: tuple[int, float]) -> Game:
-    return make_game(name, komi=komi, start=start, adjudicate_plies=adjudicate[0], adjudicate_margin=adjudicate[1])
+def _game(name: str, komi: float | None, start: str | None, adjudicate: tuple[int, float, str],
+          max_moves: int | None) -> Game:
+    return make_game(name, komi=komi, start=start, adjudicate_plies=adjudicate[0], adjudicate_margin=adjudicate[1],
+                     adjudicate_result=adjudicate[2], max_moves=max_moves)
 
 
 def game_named(name: str, komi: float | None = None, start: str | None = None, adjudicate_plies: int = 0,
-               adjudicate_margin: float = 3.0) -> Game:
-    """`make_game(name, ...)`, one object per setting (engines and arenas share compiled code)."""
+               adjudicate_margin: float = 3.0, adjudicate_result: str = "margin", *,
+               selfplay: bool = False) -> Game:
+    """`make_game(name, ...)`, one object per setting (engines and arenas share compiled code). Go is played to its
+    end (the cap `play_max_moves(name)`, far above any real game), or with self-play's cap (`selfplay`)."""
     if start in ("", "standard"):
         start = None  # the same game as no start at all: one object for both spellings
-    adjudicate = (adjudicate_plies, float(adjudicate_margin)) if adjudicate_plies else (0, 3.0)
-    return _game(name, komi, start, adjudicate)
+    adjudicate = ((adjudicate_plies, float(adjudicate_margin), adjudicate_result) if adjudicate_plies
+                  else (0, 3.0, "margin"))
+    return _game(name, komi, start, adjudicate, None if selfplay else play_max_moves(name))
 
 
 def play_game(config: Config) -> Game:
@@ -68,10 +75,11 @@ def play_game(config: Config) -> Game:
 
 
 def config_game(config: Config) -> Game:
-    """The game a config trains on: `play_game`, with self-play adjudication where the config asks for it."""
-    if not config.adjudicate_plies:
-        return play_game(config)
-    return game_named(config.game, config.komi, config.start, config.adjudicate_plies, config.adjudicate_margin)
+    """The game a config trains on: `play_game`'s, with self-play adjudication where the config asks for it, and
+    Go's self-play move cap (pgx's size² x 2, `azjax.games.GO_SELFPLAY_MOVES_PER_POINT`)."""
+    start = config.start if config.game == "chess" else None
+    return game_named(config.game, config.komi, start, config.adjudicate_plies, config.adjudicate_margin,
+                      config.adjudicate_result, selfplay=True)
 
 
 def board_game(config: Config) -> Game:
@@ -82,8 +90,14 @@ def board_game(config: Config) -> Game:
 # ---------------------------------------------------------------- network and value read-out
 
 
+def has_auxiliary_targets(config: Config) -> bool:
+    """KataGo's ownership and score targets are on (either loss weight > 0): the network has their heads."""
+    return config.ownership_loss_weight > 0 or config.score_loss_weight > 0
+
+
 def make_network(config: Config, game: Game) -> PolicyValueNet:
-    """The config's network for `game`: blocks, channels, compute dtype and value head (tanh or SAI)."""
+    """The config's network for `game`: blocks, channels, compute dtype, value head (tanh or SAI) and KataGo's
+    auxiliary heads (`has_auxiliary_targets`)."""
     dtype = jnp.bfloat16 if config.compute_dtype == "bfloat16" else jnp.float32
     h, w = game.observation_shape[:2]
     return PolicyValueNet(
@@ -96,6 +110,7 @@ def make_network(config: Config, game: Game) -> PolicyValueNet:
         legacy_heads=config.legacy_heads,
         head_hidden_norm=config.head_hidden_norm,
         colour_plane=config.colour_plane,
+        aux_heads=has_auxiliary_targets(config),
     )
 
 
@@ -162,11 +177,25 @@ def targets(config: Config, like: Config | None = None) -> Targets:
     return OutcomeTargets(q_weight=config.value_target_q_weight, mixes_q=mixes_q, q=like.value_target_q)
 
 
+def auxiliary_targets(config: Config, game: Game, like: Config | None = None) -> AuxiliaryTargets:
+    """What else finished games teach: nothing (AlphaZero), or KataGo's final ownership and score margin
+    (`ownership_loss_weight` or `score_loss_weight` > 0; Go)."""
+    like = like or config
+    if has_auxiliary_targets(like):
+        return katago_aux.OwnershipScoreTargets(size=game.observation_shape[0],
+                                                ownership_weight=config.ownership_loss_weight,
+                                                score_weight=config.score_loss_weight)
+    return NoAuxiliaryTargets()
+
+
 def loop_seams(config: Config, game: Game, net: PolicyValueNet, like: Config | None = None) -> Seams:
-    """The loop's four seams for a config: AlphaZero's unless it switches a method on (`like`: see `value_head`)."""
+    """The loop's five seams for a config: AlphaZero's unless it switches a method on (`like`: see `value_head`).
+    With auxiliary targets the value head's columns (metrics.csv, the dead-head watch) gain theirs."""
     value = value_head(config, like)
-    return Seams(search=search_policy(config, game, value.evaluator(net.apply), like), value=value,
-                 starts=game_starts(config, game, net, like), targets=targets(config, like))
+    auxiliary = auxiliary_targets(config, game, like)
+    logged = katago_aux.AuxiliaryValue(value, auxiliary.columns) if auxiliary.columns else value
+    return Seams(search=search_policy(config, game, value.evaluator(net.apply), like), value=logged,
+                 starts=game_starts(config, game, net, like), targets=targets(config, like), auxiliary=auxiliary)
 
 
 def search_policy(config: Config, game: Game, evaluate: Evaluator | ParentAwareEvaluator,

@@ -46,6 +46,8 @@ from azjax.config import Config
 
 CONFIG_FILE = "config.json"
 PARAMS_FILE = "params.msgpack"
+CHECKPOINTS_DIR = "checkpoints"
+METRICS_FILE = "metrics.csv"
 MANIFEST_FILE = "azjax_manifest.json"  # inside each checkpoints/N/: the sizes and hashes of its files
 ORBAX_TMP_MARK = ".orbax-checkpoint-tmp"  # orbax's temporary directories of unfinished writes
 # Fields that change only logging, never what the loop computes: they may differ on resume.
@@ -68,6 +70,41 @@ def load_config(path: str | os.PathLike) -> Config:
         return Config.from_json(file.read_text())
     except (ValueError, TypeError, OSError) as e:
         raise CheckpointError(f"{file} is not a valid azjax config: {e}") from e
+
+
+def is_exported_model(path: str | os.PathLike) -> bool:
+    """True for a model directory (`export_model`'s config and parameters) that is not a run directory: a run
+    has a checkpoints/ directory from its start (and metrics.csv from its first step), an export has neither."""
+    p = Path(path)
+    return ((p / CONFIG_FILE).is_file() and (p / PARAMS_FILE).is_file()
+            and not (p / CHECKPOINTS_DIR).exists() and not (p / METRICS_FILE).exists())
+
+
+def enclosing_model(path: str | os.PathLike) -> Path | None:
+    """The exported model directory that `path` is or lies inside (None if there is none)."""
+    p = Path(path).absolute()
+    for d in (p, *p.parents):
+        if is_exported_model(d):
+            return d
+    return None
+
+
+def refuse_model_dir(path: str | os.PathLike, what: str) -> None:
+    """Exported models are read-only to every command but `export` itself: refuses to write `what` (e.g.
+    "--out FILE") into one, so a mistyped path never overwrites a saved model."""
+    model = enclosing_model(path)
+    if model is not None:
+        raise CheckpointError(f"{what} lies in the exported model {model}: models are read-only; "
+                              "write somewhere else")
+
+
+def check_resumable(path: str | os.PathLike) -> None:
+    """Refuses a `--resume` of anything but a run directory (before anything in it is touched)."""
+    load_config(path)
+    if is_exported_model(path):
+        raise CheckpointError(
+            f"{path} is an exported model, not a run directory (it has no {CHECKPOINTS_DIR}/ or {METRICS_FILE}): "
+            "--resume continues a run; to train a new network pick a new --run_dir")
 
 
 def config_mismatch(saved: Config, given: Config) -> list[str]:
@@ -106,6 +143,11 @@ def export_model(src: str | os.PathLike, dest: str | os.PathLike, params: Any = 
     if params is None and not (Path(src) / PARAMS_FILE).exists():
         raise CheckpointError(f"no {PARAMS_FILE} in {src}")
     dest = Path(dest)
+    if dest.absolute() == Path(src).absolute():
+        raise CheckpointError(f"cannot export {src} onto itself: give another destination")
+    if (dest / CHECKPOINTS_DIR).exists() or (dest / METRICS_FILE).exists():
+        # Its params.msgpack is the run's, which a resume and every checkpoint rewrite: not a model to replace.
+        raise CheckpointError(f"{dest} holds a training run: export into a model directory of its own")
     dest.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(Path(src) / CONFIG_FILE, dest / CONFIG_FILE)
     if params is None:
@@ -119,7 +161,7 @@ class StateCheckpointer:
     """Orbax checkpoints of the whole loop state under RUN_DIR/checkpoints."""
 
     def __init__(self, run_dir: str | os.PathLike, max_to_keep: int = 3):
-        self.directory = Path(run_dir).absolute() / "checkpoints"
+        self.directory = Path(run_dir).absolute() / CHECKPOINTS_DIR
         # The handler is named up front so a fresh manager can read the metadata of checkpoints it did
         # not write (without it, orbax reports none, and every older checkpoint would look damaged).
         self.manager = ocp.CheckpointManager(

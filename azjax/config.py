@@ -11,7 +11,7 @@ import json
 import math
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from azjax.games import GAMES, MAX_CHESS_PLIES, ODDS_FENS, check_fen
+from azjax.games import ADJUDICATE_RESULTS, GAMES, MAX_CHESS_PLIES, ODDS_FENS, check_fen
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,9 +22,11 @@ class Config:
     start: str = "standard"  # chess only: standard, queen_odds, rook_odds, knight_odds or a FEN
     # Chess only: a training game still running after `adjudicate_plies` plies ends there, won by the side
     # `adjudicate_margin` pawns or more ahead in material, else drawn. 0 = off (AlphaZero: chess's own rules).
-    # Engines and arenas always play chess's own rules.
+    # `adjudicate_result` "proportional" scores the lead in units of the margin instead, clipped to [-1, 1]
+    # (azjax.games.material_result). Engines and arenas always play chess's own rules.
     adjudicate_plies: int = 0
     adjudicate_margin: float = 3.0
+    adjudicate_result: Literal["margin", "proportional"] = "margin"
     # network
     num_blocks: int = 3
     num_channels: int = 32
@@ -79,6 +81,11 @@ class Config:
     full_search_prob: float = 1.0
     fast_simulations: int = 8
     forced_playouts_k: float = 0.0  # forced playouts and policy-target pruning (KataGo: 2; PUCT only); 0 = off
+    # KataGo's auxiliary targets (Go only; azjax.methods.katago_aux): extra heads learn each point's final
+    # ownership and the final score margin, their losses weighted by these (recommended: 1.5 and 0.1); both
+    # 0 = off (AlphaZero: no extra heads). A config.json without them is a model saved before they existed (off).
+    ownership_loss_weight: float = 0.0
+    score_loss_weight: float = 0.0
     # self-play and replay
     num_envs: int = 256  # games in flight (over all devices)
     moves_per_step: int = 8  # self-play moves per loop step
@@ -170,6 +177,9 @@ class Config:
                              f"got {self.adjudicate_plies}")
         if self.adjudicate_margin <= 0:
             raise ValueError(f"adjudicate_margin must be > 0 pawns, got {self.adjudicate_margin}")
+        if self.adjudicate_result not in ADJUDICATE_RESULTS:
+            raise ValueError(f"adjudicate_result must be one of {', '.join(ADJUDICATE_RESULTS)}, "
+                             f"got {self.adjudicate_result!r}")
         if self.n_scl is not None and self.n_scl < 1:
             raise ValueError(f"n_scl must be >= 1 (or None = off), got {self.n_scl}")
         if self.colour_plane and self.game != "connect_four":
@@ -199,6 +209,13 @@ class Config:
                              f"({self.num_simulations}) for playout caps")
         if self.forced_playouts_k > 0 and (self.search != "puct" or self.n_scl is not None):
             raise ValueError("forced_playouts_k > 0 needs search='puct' without search-contempt (n_scl=None)")
+        for name in ("ownership_loss_weight", "score_loss_weight"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0 (0 = off), got {getattr(self, name)}")
+            if getattr(self, name) > 0 and not self.game.startswith("go_"):
+                raise ValueError(f"{name} (KataGo's ownership and score targets) applies to Go only, not {self.game!r}")
+            if getattr(self, name) > 0 and self.legacy_heads:
+                raise ValueError(f"{name} needs the normalised heads (legacy_heads=False)")
         if self.dirichlet_alpha <= 0:
             raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
         if not 0 <= self.swa_decay < 1:
@@ -352,6 +369,15 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                       moves_per_step=16, replay_size=32768, min_replay_size=4096, batch_size=256,
                       sgd_steps_per_step=4, num_steps=400, temperature_moves=20, eval_every=0,
                       dirichlet_alpha=0.3, adjudicate_plies=160, adjudicate_margin=3.0, swa_decay=0.99),
+        # Sized for about 65 minutes on 2 CPU cores split into 2 devices (scripts/chess_hour.sh). Games end at
+        # 100 plies scored by the material lead (a lead of 3 pawns or more a win, smaller ones a part of one),
+        # so nearly every game teaches the value something; each position is trained on about twice.
+        "hour": dict(num_blocks=4, num_channels=32, num_simulations=16, num_envs=128,
+                     moves_per_step=8, replay_size=65536, min_replay_size=4096, batch_size=256,
+                     sgd_steps_per_step=8, num_steps=850, temperature_moves=20, eval_every=0,
+                     dirichlet_alpha=0.3, adjudicate_plies=100, adjudicate_margin=3.0,
+                     adjudicate_result="proportional", value_target_q_weight=0.5, swa_decay=0.99,
+                     checkpoint_every=100),
         "full": dict(num_blocks=10, num_channels=128, num_simulations=200, num_envs=1024,
                      moves_per_step=16, replay_size=500_000, min_replay_size=50_000, batch_size=1024,
                      sgd_steps_per_step=8, num_steps=50000, temperature_moves=30, eval_every=0,

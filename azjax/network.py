@@ -6,6 +6,9 @@
     logits, alpha, beta = sai_net.apply(params, observation)   # value_head="sai" (azjax.methods.sai)
     # alpha [B]: the player to move's expected board lead (points); beta [B] > 0: the sigmoid's slope
 
+    outputs, variables = aux_net.apply(params, observation, mutable=[AUXILIARY])   # aux_heads=True (KataGo)
+    auxiliary_outputs(variables)  # {"ownership_logit": [B, H, W], "score": [B] points}, for the player to move
+
 The network knows no config: `azjax.build` makes it from one (`make_network`) and reads its outputs as a
 search value (`make_evaluator`).
 
@@ -44,6 +47,9 @@ class ResBlock(nn.Module):
         y = nn.Conv(self.channels, (3, 3), dtype=self.dtype)(y)
         return x + y
 
+
+# The collection KataGo's auxiliary heads (ownership, score) sow their outputs into (see `PolicyValueNet`).
+AUXILIARY = "auxiliary"
 
 # Filters of the heads' 1x1 convolutions. The value-like heads get KataGo's 32 channels: one filter
 # followed by a ReLU can go negative on every input and leave the head a constant bias.
@@ -93,12 +99,35 @@ class ScalarHead(nn.Module):
         return nn.Dense(1, dtype=self.dtype)(v)[:, 0]
 
 
+class OwnershipHead(nn.Module):
+    """KataGo's ownership head: `HeadConv` (normalised, so it cannot die as a lone 1-filter conv + ReLU did),
+    then a 1x1 conv to one plane: [B, H, W, C] -> [B, H, W], the logit x of each point's ownership tanh(x)
+    (+1: the player to move owns the point at the game's end, -1: the opponent does)."""
+
+    filters: int
+    dtype: Any
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        b, h, w, _ = x.shape
+        o = HeadConv(self.filters, self.dtype, name="conv")(x).reshape(b, h, w, self.filters)
+        return nn.Conv(1, (1, 1), dtype=self.dtype)(o)[..., 0]
+
+
 class PolicyValueNet(nn.Module):
     """AlphaZero's network: a conv stem, `num_blocks` residual blocks, a policy head and a tanh value head.
 
     With `value_head="sai"` the value head is replaced by two heads of the same shape (SAI, METHODS.md
     section 2): alpha (linear output, points) and beta* with beta = beta_scale * exp(beta*) (beta*
     clipped to [-15, 15] so beta stays finite); `__call__` then returns (logits, alpha, beta).
+
+    With `aux_heads` (KataGo's auxiliary targets, `azjax.methods.katago_aux`) the net has two more heads, an
+    ownership head (`OwnershipHead`) and a score head (`ScalarHead`, output scaled by the board's area, so
+    its linear unit predicts the margin as a share of the board): applied with `mutable=[AUXILIARY]`, they
+    sow `ownership_logit` [B, H, W] and `score` [B] (points, the player to move's final margin after komi)
+    there (`auxiliary_outputs`). `__call__` returns what it returns without them, so every caller (the
+    search's evaluator, engines) reads the same outputs, and an apply that does not collect them never
+    computes them.
 
     Head health: applied with `mutable=["intermediates"]`, each head's `conv/active` holds the fraction of
     its active units (see `head_health`).
@@ -113,6 +142,7 @@ class PolicyValueNet(nn.Module):
     legacy_heads: bool = False  # `Config.legacy_heads`: the unnormalised heads of older saved models
     head_hidden_norm: bool = True  # `Config.head_hidden_norm`: LayerNorm in the scalar heads' hidden layer
     colour_plane: bool = False  # `Config.colour_plane`: append `first_player_plane(obs)` to the input
+    aux_heads: bool = False  # `Config.ownership_loss_weight` or `score_loss_weight` > 0: KataGo's extra heads
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, ...]:
@@ -132,6 +162,14 @@ class PolicyValueNet(nn.Module):
         def scalar_head(name: str) -> jax.Array:
             head = ScalarHead(VALUE_HEAD_FILTERS, self.num_channels, self.dtype, self.head_hidden_norm, name=name)
             return head(x).astype(jnp.float32)
+
+        # Made at `init`, computed only where an apply collects them (SGD), never in the search.
+        if self.aux_heads and (self.is_initializing() or self.is_mutable_collection(AUXILIARY)):
+            ownership = OwnershipHead(VALUE_HEAD_FILTERS, self.dtype, name="ownership_head")(x).astype(jnp.float32)
+            score = scalar_head("score_head") * (obs.shape[1] * obs.shape[2])
+            if not self.is_initializing():  # init returns parameters only
+                self.sow(AUXILIARY, "ownership_logit", ownership)
+                self.sow(AUXILIARY, "score", score)
 
         if self.value_head == "sai":
             alpha = scalar_head("alpha_head")
@@ -173,3 +211,9 @@ def head_health(intermediates: Any) -> dict[str, jax.Array]:
             active = sub["active"] if "active" in sub else sub["conv"]["active"]
             found[f"{name}_active"] = active[0]
     return found
+
+
+def auxiliary_outputs(variables: Any) -> dict[str, jax.Array]:
+    """{"ownership_logit": [B, H, W], "score": [B]} from the variables an `apply(..., mutable=[AUXILIARY, ...])`
+    returned; {} for a network without the auxiliary heads."""
+    return {name: sown[0] for name, sown in variables.get(AUXILIARY, {}).items()}

@@ -10,6 +10,12 @@ is never sampled; one overwritten before its game ended is simply lost.
 Methods keep more per position in `extras` (name -> [N] array), for example SAI's signed komi `kbar`
 (the loss forms rho(0) with it) or the search's value `q` of q-mixed value targets
 (`azjax.methods.alphazero.OutcomeTargets`); a plain AlphaZero replay has none.
+
+What a finished game gives all its positions alike (KataGo's final ownership and score) is kept once per game,
+in `finals` (name -> [N / B, B, ...]): game g of slot b at row g % (N / B) of column b (`fill_finals`), read
+for sampled entries through their slot and game id (`sampled_finals`). Every game writes at least one entry,
+so the N / B entries a slot keeps hold positions of at most N / B consecutive games, and a row is rewritten
+only once no entry of its previous game is left. Filling a game costs [B, ...] per move, not [N, ...].
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ class Replay:
     value [N] float32 (outcome z, valid where has_target), player [N] int32 (player to move),
     game_id [N] int32 (the game's id within its slot; -1 = empty), has_target [N] bool,
     extras: name -> [N] float32, what the loop's methods record per position (see the module docstring).
+    finals: name -> [N / B, B, ...], what a finished game gives its positions, once per game (`fill_finals`).
     """
 
     obs: jax.Array
@@ -38,11 +45,18 @@ class Replay:
     # A dict: its leaves flatten in key order (`kbar` before `q`), as the two optional fields that held them
     # before (`q` was `root_value`), so loop checkpoints written then still restore.
     extras: dict[str, jax.Array] = struct.field(default_factory=dict)
+    # Empty unless a method keeps per-game records: no leaves, so checkpoints written before it still restore.
+    finals: dict[str, jax.Array] = struct.field(default_factory=dict)
+
+
+FinalSpec = dict[str, tuple[tuple[int, ...], jnp.dtype]]  # name -> (shape per game, dtype)
 
 
 def init_replay(size: int, obs_shape: tuple[int, ...], obs_dtype: jnp.dtype, num_actions: int,
-                extras: tuple[str, ...] = ()) -> Replay:
-    """An empty replay of `size` entries keeping the named `extras` (float32 each) too."""
+                extras: tuple[str, ...] = (), finals: FinalSpec | None = None, num_slots: int = 1) -> Replay:
+    """An empty replay of `size` entries keeping the named `extras` (float32 each) too, and per-game `finals`
+    for the `num_slots` game slots that write it (B; `size` a multiple of it)."""
+    rows = size // num_slots
     return Replay(
         obs=jnp.zeros((size, *obs_shape), obs_dtype),
         policy=jnp.zeros((size, num_actions), jnp.float32),
@@ -51,6 +65,7 @@ def init_replay(size: int, obs_shape: tuple[int, ...], obs_dtype: jnp.dtype, num
         game_id=jnp.full((size,), -1, jnp.int32),
         has_target=jnp.zeros((size,), jnp.bool_),
         extras={name: jnp.zeros((size,), jnp.float32) for name in extras},
+        finals={name: jnp.zeros((rows, num_slots, *shape), dtype) for name, (shape, dtype) in (finals or {}).items()},
     )
 
 
@@ -97,6 +112,27 @@ def fill_outcomes(replay: Replay, ended: jax.Array, game_id: jax.Array, rewards:
         value=jnp.where(match, z, replay.value),
         has_target=replay.has_target | match,
     )
+
+
+def fill_finals(replay: Replay, ended: jax.Array, game_id: jax.Array, values: dict[str, jax.Array]) -> Replay:
+    """Keeps what each game that just ended gives its positions: `values` name -> [B, ...], row b for the game
+    `game_id[b]` of slot b, kept where `ended[b]` (bool [B]); the other slots' rows stay as they are."""
+    finals = {}
+    for name, table in replay.finals.items():
+        rows, slots = game_id % table.shape[0], jnp.arange(table.shape[1])
+        new = values[name].astype(table.dtype)
+        keep = ended.reshape(-1, *([1] * (new.ndim - 1)))
+        finals[name] = table.at[rows, slots].set(jnp.where(keep, new, table[rows, slots]))
+    return replay.replace(finals=finals)
+
+
+def sampled_finals(replay: Replay, idx: jax.Array) -> dict[str, jax.Array]:
+    """What the games of entries `idx` ([batch]) gave them when they ended (`fill_finals`): name -> [batch, ...].
+    Valid for entries whose game has ended (e.g. those with a target)."""
+    out = {}
+    for name, table in replay.finals.items():
+        out[name] = table[replay.game_id[idx] % table.shape[0], idx % table.shape[1]]
+    return out
 
 
 def sample_indices(trainable: jax.Array, key: jax.Array, batch_size: int) -> jax.Array:

@@ -215,7 +215,9 @@ PARAMS_CASES = {
 
 @pytest.mark.parametrize("case", list(PARAMS_CASES))
 def test_a_corrupt_truncated_or_other_game_model_gets_a_one_line_error_naming_the_file(models, tmp_path, capsys,
-                                                                                       case):
+                                                                                       monkeypatch, case):
+    # The engine loads in the background; its input ends at once, and it exits once the load has failed.
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
     edit, message = PARAMS_CASES[case]
     d = _model_copy(models, tmp_path, "m")
     other = (models["go_9x9"] / "params.msgpack").read_bytes()
@@ -226,7 +228,8 @@ def test_a_corrupt_truncated_or_other_game_model_gets_a_one_line_error_naming_th
         assert err.count("\n") == 1 and f"{d}/params.msgpack" in err and message in err, err
 
 
-def test_a_directory_where_a_model_file_should_be_gets_a_clear_error(models, tmp_path, capsys):
+def test_a_directory_where_a_model_file_should_be_gets_a_clear_error(models, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))
     d = _model_copy(models, tmp_path, "m")
     (d / "params.msgpack").unlink()
     (d / "params.msgpack").mkdir()

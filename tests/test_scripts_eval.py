@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import load_script
+from outside_programs import open_spiel
 
 from azjax.build import game_named as base_game
 from azjax.play.agents import Agent, policy_agent, random_agent
@@ -20,7 +21,7 @@ from azjax.play.selfplay_stats import replay_moves
 from azjax.play.specs import parse_agent
 
 ROOT = Path(__file__).resolve().parent.parent
-# The first 8 positions of each of Pons' sets (24 of begin_hard), from /work/shared/benchmarks.
+# The first 8 positions of each of Pons' sets (24 of begin_hard), from azjax/data/connect_four_pons.jsonl.
 SAMPLE = ROOT / "tests" / "test_data" / "connect_four_pons_sample.jsonl"
 
 
@@ -200,7 +201,7 @@ def test_vs_mcts_solver_says_how_to_install_open_spiel_when_it_is_missing(monkey
 
 
 def test_pgx_and_open_spiel_columns_reach_the_same_positions_and_results(game):
-    pyspiel = pytest.importorskip("pyspiel")
+    pyspiel = open_spiel()
     solver = load_script("vs_mcts_solver")
     spiel_game = pyspiel.load_game("connect_four")
     rng = np.random.default_rng(0)
@@ -228,7 +229,7 @@ def test_pgx_and_open_spiel_columns_reach_the_same_positions_and_results(game):
 
 
 def test_vs_mcts_solver_script_plays_both_colours_after_each_opening(tiny_model, tmp_path):
-    pytest.importorskip("pyspiel")
+    open_spiel()
     out = tmp_path / "solver.json"
     argv = [f"policy:{tiny_model}", "--games", "4", "--simulations", "20", "--random_opening_plies", "2",
             "--out", str(out)]  # fmt: skip

@@ -7,6 +7,7 @@
     azjax play results/models/connect_four_quick
     azjax bench --game connect_four
     azjax export RUN_DIR results/models/NAME
+    azjax plan --game go_9x9 --preset full      # memory per device and the devices it fits, before compiling
 
 Agents (for `eval`) are written `random`, `mcts:N` (rollout MCTS, N simulations), `policy:PATH`
 (the raw policy, no search) or `PATH[:N]` (a run directory or exported model searching N
@@ -21,7 +22,8 @@ import math
 import os
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, NoReturn
 
 from azjax.hosts import init_distributed, split_host_cpu
 
@@ -74,6 +76,79 @@ def enable_compilation_cache(enabled: bool = True, announce: bool = False) -> st
     return cache
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse with no abbreviated flags (`--num_simulation 5` is an error, not `--num_simulations`) and one
+    line per error: the usage of `train`, which lists every config field, would bury the message."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        message = " ".join(message.split())
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def int_at_least(low: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= `low`."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expects a whole number, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        return value
+
+    return parse
+
+
+positive_int = int_at_least(1)
+nonnegative_int = int_at_least(0)
+
+
+def even_games(text: str) -> int:
+    """An argparse type: a positive even number of games (colours alternate)."""
+    value = positive_int(text)
+    if value % 2:
+        raise argparse.ArgumentTypeError(f"must be a positive even number (colours alternate), got {value}")
+    return value
+
+
+def any_int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expects a whole number, got {text!r}") from None
+
+
+def finite_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expects a number, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+def nonnegative_float(text: str) -> float:
+    value = finite_float(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text!r}")
+    return value
+
+
+# Timings from committed files: results/connect_four_quick/train_log.txt (scripts/reproduce_connect_four_quick.sh:
+# 300 steps, real 18m37s on 2 idle cores, compile cache warm) and results/compile_time.json (the first step
+# cold: 567 s on 2 cores under load ~10).
+PRESET_HELP = ("quick (CPU; Connect Four: 18.5 min for 300 steps on 2 idle cores once compiled, plus up to 9.5 min "
+               "compiling the first step when the cache is cold: results/connect_four_quick/train_log.txt, "
+               "results/compile_time.json), full (one GPU); connect_four: also hour (CPU, 1 h); go_7x7: also sai "
+               "(default quick)")
+
+
 def _config_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("config fields (override the preset)")
     for f in dataclasses.fields(Config):
@@ -96,11 +171,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expects a number, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
+    value = finite_float(text)
+    if value <= 0:
         raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
     return value
 
@@ -111,15 +183,22 @@ def cmd_train(args: argparse.Namespace) -> int:
     overrides = _overrides(args)
     budget = None if args.minutes is None else 60.0 * args.minutes
     if args.resume:
-        from azjax.checkpoint import load_config
+        from azjax.checkpoint import check_resumable, load_config
 
+        given = [flag for flag, v in (("--game", args.game), ("--preset", args.preset), ("--run_dir", args.run_dir))
+                 if v is not None]
+        if given:
+            raise ValueError(f"--resume continues the run as it was started: give no {', '.join(given)}")
+        check_resumable(args.resume)
         config = None
         if overrides:
             config = load_config(args.resume).replace(**overrides)
         summary = train(config, args.resume, resume=True, progress=not args.no_progress, time_budget_s=budget)
     else:
-        config = preset(args.game, args.preset, **overrides)
-        run_dir = args.run_dir or f"runs/{args.game}_{args.preset}_{time.strftime('%Y%m%d_%H%M%S')}"
+        game = "connect_four" if args.game is None else args.game
+        name = "quick" if args.preset is None else args.preset
+        config = preset(game, name, **overrides)
+        run_dir = args.run_dir or f"runs/{game}_{name}_{time.strftime('%Y%m%d_%H%M%S')}"
         summary = train(config, run_dir, progress=not args.no_progress, time_budget_s=budget)
     last = summary.get("last_eval")
     print(f"run directory: {summary['run_dir']} (step {summary['step']})")
@@ -136,12 +215,38 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise ValueError("--resume continues a sweep as it was started: give no --grid, --seeds or fields")
         summary = run_sweep(None, args.resume, resume=True, progress=not args.no_progress)
     else:
+        from azjax.checkpoint import refuse_model_dir
+
         grid = parse_grid(args.grid or [])
         base = preset(args.game, args.preset, **_overrides(args))
         runs = grid_runs(base, grid, args.seeds if args.seeds is not None else 1)
         sweep_dir = args.run_dir or f"runs/sweep_{args.game}_{args.preset}_{time.strftime('%Y%m%d_%H%M%S')}"
+        refuse_model_dir(sweep_dir, f"the sweep directory {sweep_dir}")
         summary = run_sweep(runs, sweep_dir, grid=grid, progress=not args.no_progress)
     print(f"sweep directory: {summary['sweep_dir']} ({'finished' if summary['finished'] else 'stopped'})")
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    import jax
+
+    from azjax.train.plan import check_fits, device_memory, plan, render
+
+    config = preset(args.game, args.preset, **_overrides(args))
+    devices = args.devices or jax.device_count()
+    p = plan(config, num_devices=devices, compile_step=args.compile)
+    here = jax.devices()[0]
+    memory = device_memory(here)
+    print(render(p, this_machine=(f"this machine ({here.device_kind})", memory)))
+    if args.out:
+        from azjax.checkpoint import refuse_model_dir, write_json
+
+        refuse_model_dir(args.out, f"--out {args.out}")
+        write_json(args.out, {**p.to_dict(), "config": config.to_dict(), "this_machine_bytes": memory,
+                              "command": "azjax " + " ".join(sys.argv[1:])})
+        print(f"wrote {args.out}")
+    if devices == jax.device_count():
+        check_fits(p, memory, what=f"{args.game} {args.preset} on this machine")
     return 0
 
 
@@ -169,14 +274,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
     from azjax.play.arena import match
     from azjax.play.specs import spec_game
 
+    if args.out:
+        from azjax.checkpoint import refuse_model_dir
+
+        refuse_model_dir(args.out, f"--out {args.out}")
     game_name = args.game or spec_game(args.agent_a) or spec_game(args.agent_b)
     a, game_name = jax_agent(args.agent_a, game_name, args.simulations, args.search, args.n_scl)
     b, _ = jax_agent(args.agent_b, game_name, args.simulations, args.search, args.n_scl)
     from azjax.build import game_named
 
     game = game_named(game_name)
-    if args.games < 2 or args.games % 2:
-        raise ValueError(f"--games must be a positive even number (colours alternate), got {args.games}")
     t0 = time.perf_counter()
     result = match(game, a, b, args.games, jax.random.key(args.seed), batch_size=args.batch_size)
     d = result.to_dict()
@@ -251,6 +358,37 @@ def cmd_play(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- bench, export
 
 
+def bench_parser() -> Parser:
+    """The bench's own flags (`azjax.train.bench.add_arguments`) under this CLI's rules: no abbreviations, one-line
+    errors, and the numbers checked, so a bad flag is refused before the bench compiles anything."""
+    from azjax.train.bench import add_arguments
+
+    p = Parser(prog="azjax bench")
+    add_arguments(p)
+    p.add_argument("--no-compile-cache", action="store_true")
+    for action in p._actions:  # argparse keeps the flags only in this list
+        if action.dest in ("num_envs", "num_simulations", "rounds", "scaling_envs"):
+            action.type = positive_int
+        elif action.dest == "n_scl":
+            action.type = nonnegative_int
+        elif action.dest == "game":
+            action.choices = list(PRESETS)
+    return p
+
+
+def check_bench_flags(flags: list[str]) -> None:
+    p = bench_parser()
+    args = p.parse_args(flags)
+    if args.preset not in {name for g in (args.game or ["connect_four", "go_9x9"]) for name in PRESETS[g]}:
+        p.error(f"argument --preset: unknown preset {args.preset!r}")
+    try:
+        visits = [int(v) for v in args.scaling.split(",") if v.strip()] if args.scaling else []
+    except ValueError:
+        p.error(f"argument --scaling: expects comma-separated visit counts, got {args.scaling!r}")
+    if any(v < 1 for v in visits):
+        p.error(f"argument --scaling: visit counts must be >= 1, got {args.scaling!r}")
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
     from azjax.train.bench import main as bench_main
 
@@ -302,15 +440,14 @@ def cmd_arena(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="azjax", description="AlphaZero in JAX (pgx + mctx)")
+    parser = Parser(prog="azjax", description="AlphaZero in JAX (pgx + mctx)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("train", help="train a network by self-play",
                        epilog="On a CPU, AZJAX_CPU_DEVICES=N (or auto) splits it into N devices, one per core, so the "
                               "data-parallel loop uses N cores (scripts/connect_four_hour.sh: 2).")
-    p.add_argument("--game", default="connect_four", choices=list(PRESETS))
-    p.add_argument("--preset", default="quick",
-                   help="quick (CPU, minutes), full (one GPU); connect_four: also hour (CPU, 1 h); go_7x7: also sai")
+    p.add_argument("--game", default=None, choices=list(PRESETS), help="default connect_four")
+    p.add_argument("--preset", default=None, help=PRESET_HELP)
     p.add_argument("--run_dir", default=None, help="default: runs/GAME_PRESET_TIME")
     p.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue a stopped run")
     p.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
@@ -322,7 +459,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("sweep", help="many training runs (seeds x a grid of fields) as one jitted program")
     p.add_argument("--game", default="connect_four", choices=list(PRESETS))
     p.add_argument("--preset", default="quick")
-    p.add_argument("--seeds", type=int, default=None, help="runs per grid point, seeds seed, seed+1, ... (default 1)")
+    p.add_argument("--seeds", type=positive_int, default=None,
+                   help="runs per grid point, seeds seed, seed+1, ... (default 1)")
     p.add_argument("--grid", action="append", default=None, metavar="FIELD=v1,v2,...",
                    help="repeatable: a config field and its values (the runs are the cartesian product)")
     p.add_argument("--run_dir", default=None, help="the sweep directory (default: runs/sweep_GAME_PRESET_TIME)")
@@ -331,25 +469,39 @@ def build_parser() -> argparse.ArgumentParser:
     _config_flags(p)
     p.set_defaults(func=cmd_sweep)
 
+    p = sub.add_parser("plan", help="what a run holds per device and which devices it fits, before it compiles",
+                       epilog="Exit status 2 when the run cannot fit this machine, naming the fields to lower.")
+    p.add_argument("--game", default="connect_four", choices=list(PRESETS))
+    p.add_argument("--preset", default="quick")
+    p.add_argument("--devices", type=positive_int, default=None,
+                   help="devices the run is split over (default: this machine's)")
+    p.add_argument("--compile", action="store_true",
+                   help="also compile the step here for XLA's memory analysis and the compile time (minutes on a CPU "
+                        "for the full presets)")
+    p.add_argument("--out", default=None, help="write the plan as JSON here")
+    _config_flags(p)
+    p.set_defaults(func=cmd_plan)
+
     p = sub.add_parser("eval", help="play games between two agents (colours alternate)")
     p.add_argument("agent_a")
     p.add_argument("agent_b")
     p.add_argument("--game", default=None, help="needed when neither agent is a checkpoint")
-    p.add_argument("--games", type=int, default=200)
-    p.add_argument("--simulations", type=int, default=64, help="search budget of checkpoint agents")
+    p.add_argument("--games", type=even_games, default=200, help="games played (even: colours alternate)")
+    p.add_argument("--simulations", type=positive_int, default=64, help="search budget of checkpoint agents")
     p.add_argument("--search", choices=["gumbel", "puct"], default=None, help="override the checkpoint's search")
-    p.add_argument("--n_scl", type=int, default=None, help="search-contempt node limit for checkpoint agents (0: off)")
-    p.add_argument("--batch_size", type=int, default=None, help="games played at once (default: all)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n_scl", type=nonnegative_int, default=None,
+                   help="search-contempt node limit for checkpoint agents (0: off)")
+    p.add_argument("--batch_size", type=positive_int, default=None, help="games played at once (default: all)")
+    p.add_argument("--seed", type=any_int, default=0)
     p.add_argument("--out", default=None, help="write the result as JSON here")
     p.set_defaults(func=cmd_eval)
 
     p = sub.add_parser("play", help="play against a checkpoint in the terminal")
     p.add_argument("checkpoint")
-    p.add_argument("--simulations", type=int, default=128)
+    p.add_argument("--simulations", type=positive_int, default=128)
     p.add_argument("--color", choices=["first", "second"], default="first")
-    p.add_argument("--n_scl", type=int, default=None, help="search-contempt node limit (0: off)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--n_scl", type=nonnegative_int, default=None, help="search-contempt node limit (0: off)")
+    p.add_argument("--seed", type=any_int, default=0)
     p.set_defaults(func=cmd_play)
 
     # The bench parses its own flags (`python -m azjax.train.bench --help`): the CLI hands them on unread.
@@ -360,7 +512,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("export", help="copy a run's config and parameters into a model directory")
     p.add_argument("run_dir")
     p.add_argument("dest")
-    p.add_argument("--step", type=int, default=None,
+    p.add_argument("--step", type=positive_int, default=None,
                    help="export the parameters of this step's checkpoint (default: the latest parameters)")
     p.set_defaults(func=cmd_export)
 
@@ -368,10 +520,11 @@ def build_parser() -> argparse.ArgumentParser:
                         ("uci", "a UCI chess engine on stdin/stdout")):
         p = sub.add_parser(name, help=help_)
         p.add_argument("--checkpoint", required=True, help="run directory or exported model")
-        p.add_argument("--visits", type=int, default=None, help="simulations per move (default: eval_simulations)")
-        p.add_argument("--n_scl", type=int, default=None, help="search-contempt node limit (0: off)")
+        p.add_argument("--visits", type=positive_int, default=None,
+                       help="simulations per move (default: eval_simulations)")
+        p.add_argument("--n_scl", type=nonnegative_int, default=None, help="search-contempt node limit (0: off)")
         p.add_argument("--search", choices=["gumbel", "puct"], default=None, help="override the checkpoint's search")
-        p.add_argument("--seed", type=int, default=0)
+        p.add_argument("--seed", type=any_int, default=0)
         p.set_defaults(func=cmd_gtp if name == "gtp" else cmd_uci)
 
     from azjax.cli.analyze import add_arguments as analyze_arguments
@@ -395,8 +548,13 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args, unread = parser.parse_known_args(argv)
     if unread and args.command != "bench":
-        parser.error(f"unrecognized arguments: {' '.join(unread)}")
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        sub.choices[args.command].error(f"unrecognized arguments: {' '.join(unread)}")
     args.argv = argv
+    if args.command == "bench":  # the bench parses its own flags: check them as this parser checks the others
+        flags = argv[argv.index("bench") + 1:]
+        if "-h" not in flags and "--help" not in flags:
+            check_bench_flags(flags)
     enable_compilation_cache(enabled=not args.no_compile_cache, announce=True)
     try:
         return int(args.func(args) or 0)

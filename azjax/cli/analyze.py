@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from azjax.build import sai_readout
+from azjax.checkpoint import refuse_model_dir
+from azjax.cli import finite_float, nonnegative_int, positive_int
 from azjax.engines.engine import Engine
 from azjax.engines.lc0 import SearchResult, format_table
 from azjax.engines.position import Position, parse_position
@@ -79,6 +81,10 @@ def analyze_file(engine: Engine, positions: str, out: str, visits: int | None = 
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.out:
+        refuse_model_dir(args.out, f"--out {args.out}")
+    if args.positions and not args.out:  # before the engine is built (and its search compiled)
+        raise ValueError("--positions needs --out FILE.jsonl")
     engine = Engine.from_checkpoint(args.checkpoint, visits=args.visits, n_scl=args.n_scl, search=args.search)
     if args.positions:
         if not args.out:
@@ -127,12 +133,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--game", default=None, help="the game the checkpoint must play (a check; e.g. go_7x7)")
     p.add_argument("--moves", default=None, help='moves from the start (or from --fen), e.g. "D4 E5"')
     p.add_argument("--fen", default=None, help="chess: the start position")
-    p.add_argument("--komi", type=float, default=None, help="Go: komi (default: the checkpoint's)")
-    p.add_argument("--visits", type=int, default=None, help="simulations (default: the config's eval_simulations)")
-    p.add_argument("--n_scl", type=int, default=None, help="search-contempt node limit (0: off)")
+    p.add_argument("--komi", type=finite_float, default=None, help="Go: komi (default: the checkpoint's)")
+    p.add_argument("--visits", type=positive_int, default=None,
+                   help="simulations (default: the config's eval_simulations)")
+    p.add_argument("--n_scl", type=nonnegative_int, default=None, help="search-contempt node limit (0: off)")
     p.add_argument("--search", choices=["gumbel", "puct"], default=None, help="override the checkpoint's search")
-    p.add_argument("--top", type=int, default=20, help="table rows (0: every legal move)")
+    p.add_argument("--top", type=nonnegative_int, default=20, help="table rows (0: every legal move)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--positions", default=None, help="file of positions, one per line (batched)")
     p.add_argument("--out", default=None, help="JSON-lines output for --positions")
-    p.add_argument("--batch_size", type=int, default=64, help="positions per jitted search (--positions)")
+    p.add_argument("--batch_size", type=positive_int, default=64, help="positions per jitted search (--positions)")

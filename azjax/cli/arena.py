@@ -47,6 +47,8 @@ from pathlib import Path
 from typing import Any
 
 from azjax.build import game_named
+from azjax.checkpoint import refuse_model_dir
+from azjax.cli import any_int, even_games, finite_float, nonnegative_float, nonnegative_int, positive_int
 from azjax.engines.external import EngineError
 from azjax.play.arena import Z95, MatchResult, fit_elo, round_robin_results
 from azjax.play.specs import parse_agent, spec_game
@@ -68,6 +70,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         raise ValueError(f"--games must be a positive even number (colours alternate), got {args.games}")
     if len(args.agents) < 2:
         raise ValueError("the arena needs at least two agents")
+    refuse_model_dir(args.out_dir, f"--out_dir {args.out_dir}")
     game_name = args.game
     for spec in args.agents:
         g = spec_game(spec)
@@ -162,19 +165,22 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.formatter_class = argparse.RawDescriptionHelpFormatter
     p.add_argument("agents", nargs="+", help="agent specs (see above)")
     p.add_argument("--game", default=None, help="needed when no agent is a checkpoint")
-    p.add_argument("--games", type=int, default=10, help="games per pairing (even)")
+    p.add_argument("--games", type=even_games, default=10, help="games per pairing (even)")
     p.add_argument("--gauntlet", action="store_true", help="the first agent against each other (default: round robin)")
-    p.add_argument("--simulations", type=int, default=64, help="search budget of checkpoint agents without :N")
-    p.add_argument("--random_opening_plies", type=int, default=0, help="K random legal first moves per opening")
+    p.add_argument("--simulations", type=positive_int, default=64, help="search budget of checkpoint agents without :N")
+    p.add_argument("--random_opening_plies", type=nonnegative_int, default=0,
+                   help="K random legal first moves per opening")
     p.add_argument("--openings", default=None, help="file of opening positions, one per line")
-    p.add_argument("--max_plies", type=int, default=None, help="cap on a game's length (default: the game's own)")
-    p.add_argument("--komi", type=float, default=None, help="Go: komi (default: the game's)")
-    p.add_argument("--batch_size", type=int, default=None, help="JAX pairings: games per jitted batch (default all)")
-    p.add_argument("--prior_draws", type=float, default=1.0,
+    p.add_argument("--max_plies", type=positive_int, default=None,
+                   help="cap on a game's length (default: the game's own)")
+    p.add_argument("--komi", type=finite_float, default=None, help="Go: komi (default: the game's)")
+    p.add_argument("--batch_size", type=positive_int, default=None,
+                   help="JAX pairings: games per jitted batch (default all)")
+    p.add_argument("--prior_draws", type=nonnegative_float, default=1.0,
                    help="virtual draws per pairing in the Elo fit (keeps perfect scores finite)")
     p.add_argument("--out_dir", default="results/arena", help="results.json and games/ go here")
     p.add_argument("--no_save", action="store_true", help="do not write game records")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=any_int, default=0)
 
 
 def main(args: argparse.Namespace) -> int:

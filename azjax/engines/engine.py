@@ -33,8 +33,9 @@ lc0 turns into centipawns: cp = 111.714640912 * tan(1.5620688421 * Q).
 from __future__ import annotations
 
 import functools
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import jax
@@ -55,11 +56,21 @@ def _jitted_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator):
     return jax.jit(functools.partial(search_statistics, spec, game, evaluate))
 
 
+# (spec, game, evaluate, batch size) -> the search compiled ahead of time, shared by every engine of a process (an
+# evaluator is made once per config, so it fixes the parameters' shapes). The lock keeps two threads from compiling
+# one search twice.
+_EXECUTABLES: dict[tuple[SearchSpec, Game, Any, int], Callable[..., Any]] = {}
+_EXECUTABLES_LOCK = threading.Lock()
+
+
 # ---------------------------------------------------------------- the engine
 
 
 class Engine:
     """A network and its evaluation search (no root noise, greedy move) over a game position it holds.
+
+    Searches are compiled ahead of time, once per (search spec, batch size), and timed apart from their compilation
+    by `clock`, so `SearchResult.seconds` (and the nps that UCI reports from it) is the search's own time.
 
     Args:
       config: the checkpoint's config (network shape, search kind and constants, game, komi, start).
@@ -87,8 +98,10 @@ class Engine:
         self.evaluate = cached_evaluator(config, self.game)
         self.visits = int(visits or config.eval_simulations)
         self.key = jax.random.key(seed)
-        self.search_seconds: dict[tuple[int, int], float] = {}  # (visits, batch) -> seconds of a warm call
-        self._compiled: set[tuple[int, int]] = set()  # (visits, batch) searches already run once
+        self.search_seconds: dict[tuple[int, int], float] = {}  # (visits, batch) -> seconds of the last search
+        self.compile_seconds = 0.0  # spent compiling searches, kept out of `search_seconds`
+
+    clock: Callable[[], float] = staticmethod(time.perf_counter)  # seconds; tests set a fake clock
 
     @classmethod
     def from_checkpoint(cls, path: str, **kwargs: Any) -> Engine:
@@ -133,22 +146,37 @@ class Engine:
             return []
         batch_size = batch_size or len(states)
         visits = int(visits or self.visits)
-        fn = _jitted_statistics(self.spec(visits), self.game, self.evaluate)
+        spec = self.spec(visits)
         results: list[SearchResult] = []
         for start in range(0, len(states), batch_size):
             chunk = states[start : start + batch_size]
-            padded = chunk + [chunk[-1]] * (batch_size - len(chunk))
+            padded = stack_states(chunk + [chunk[-1]] * (batch_size - len(chunk)))
             self.key, sub = jax.random.split(self.key)
-            t0 = time.perf_counter()
-            out = jax.device_get(fn(self.params, sub, stack_states(padded)))
-            seconds = time.perf_counter() - t0
-            cache_key = (visits, batch_size)
-            if cache_key in self._compiled:
-                self.search_seconds[cache_key] = seconds
-            self._compiled.add(cache_key)
+            search = self._executable(spec, sub, padded)
+            t0 = self.clock()
+            out = jax.device_get(search(self.params, sub, padded))
+            seconds = self.clock() - t0
+            self.search_seconds[(visits, batch_size)] = seconds
             for i, s in enumerate(chunk):
                 results.append(self._result(s, {k: v[i] for k, v in out.items()}, seconds / len(chunk), child_pvs))
         return results
+
+    def _executable(self, spec: SearchSpec, key: jax.Array, states: GameState) -> Callable[..., Any]:
+        """The search for `spec` on batches shaped as `states`, compiled on first use (the time goes to
+        `compile_seconds`)."""
+        cache_key = (spec, self.game, self.evaluate, int(states.current_player.shape[0]))
+        with _EXECUTABLES_LOCK:
+            search = _EXECUTABLES.get(cache_key)
+            if search is None:
+                t0 = self.clock()
+                search = self.compile(_jitted_statistics(spec, self.game, self.evaluate), self.params, key, states)
+                self.compile_seconds += self.clock() - t0
+                _EXECUTABLES[cache_key] = search
+        return search
+
+    def compile(self, fn: Any, *args: Any) -> Callable[..., Any]:
+        """The jitted `fn` compiled for `args`' shapes, ahead of the call (JAX's persistent cache serves it too)."""
+        return fn.lower(*args).compile()
 
     def _result(self, state: GameState, out: dict[str, np.ndarray], seconds: float, child_pvs: bool) -> SearchResult:
         legal = np.flatnonzero(np.asarray(state.legal_action_mask))
@@ -198,8 +226,7 @@ class Engine:
 
     def genmove(self, visits: int | None = None) -> tuple[str, SearchResult]:
         """Searches the position, plays the chosen move on it and returns (move, search result)."""
-        if self.position.is_over:
-            raise ValueError("the game is over")
+        self.position.check_running()
         result = self.search(visits)
         self.position.play_action(result.best_action)
         return result.best_move, result

@@ -18,7 +18,12 @@ Conventions:
   * `boardsize` accepts only the checkpoint's board size (else `? unacceptable size`), `komi` sets
     the komi of the current game (kept across `clear_board`), `final_score` is Tromp-Taylor area
     scoring minus komi (`B+3.5`, `W+0.5`, `0`). These three are Go-only (`? ... Go only`).
-  * `genmove` never resigns; after the game has ended it answers `? the game is over`.
+  * `genmove` never resigns; after the game has ended it answers `? the game is over` (`... cut short by the
+    648-move cap` when the move cap ended it: Go runs to 8 x size² moves, far past pgx's own cap of 2 x size²
+    and any real game).
+  * The network loads in the background (`azjax.engines.loading`): `protocol_version`, `name`, `version`,
+    `known_command`, `list_commands` and `quit` answer at once; other commands wait for the load, and answer
+    `? cannot load checkpoint ...` if it failed (also said once on stderr).
   * `time_settings` / `time_left` are stored; with a known `time_left` the visit budget of
     `genmove` is capped (at most time_left / 20 seconds, or the byo-yomi period per stone) using the
     measured speed of earlier searches (powers of two below `--visits`).
@@ -37,10 +42,14 @@ import math
 import re
 import sys
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from azjax.engines.engine import Engine
+from azjax.engines.loading import EngineLoad, one_line, start_engine
 from azjax.engines.records import format_go_score
+
+if TYPE_CHECKING:  # the engine module (flax, mctx) is imported by the background load, after the handshake
+    from azjax.engines.engine import Engine
+    from azjax.engines.position import Position
 
 VERSION = "0.1.0"
 COMMANDS = (
@@ -72,13 +81,6 @@ def clean_line(line: str) -> str:
     return line.strip(" \n")
 
 
-def one_line(message: str, limit: int = 300) -> str:
-    """An error message fit for a `?` reply: a newline inside would end the reply early; echoed input
-    may be megabytes long."""
-    message = " ".join(message.split())
-    return message if len(message) <= limit else message[: limit - 3] + "..."
-
-
 def engine_streams(inp: TextIO | None, out: TextIO | None) -> tuple[TextIO, TextIO]:
     """stdin/stdout for an engine talking to a GUI: undecodable input bytes become U+FFFD instead of
     ending the engine with a UnicodeDecodeError, and output never fails to encode."""
@@ -92,11 +94,13 @@ def engine_streams(inp: TextIO | None, out: TextIO | None) -> tuple[TextIO, Text
 
 
 class GTPEngine:
-    """A GTP server over text streams (stdin/stdout by default; tests pass StringIO)."""
+    """A GTP server over text streams (stdin/stdout by default; tests pass StringIO).
 
-    def __init__(self, engine: Engine, inp: TextIO | None = None, out: TextIO | None = None):
-        self.engine = engine
-        self.position = engine.position  # the game on the board: the engine searches it, commands change it
+    `engine` may still be loading (`EngineLoad`): the handshake commands answer at once, the others wait for it.
+    """
+
+    def __init__(self, engine: Engine | EngineLoad, inp: TextIO | None = None, out: TextIO | None = None):
+        self.load = engine if isinstance(engine, EngineLoad) else EngineLoad.ready(engine)
         self.inp = inp if inp is not None else sys.stdin
         self.out = out if out is not None else sys.stdout
         self.time_settings: tuple[float, float, int] | None = None
@@ -121,6 +125,15 @@ class GTPEngine:
             "azjax-analyze": self.cmd_analyze,
             "quit": lambda a: "",
         }
+
+    @property
+    def engine(self) -> Engine:
+        """The engine; waits for the background load (raises EngineLoadError, a ValueError, if it failed)."""
+        return self.load.get()
+
+    @property
+    def position(self) -> Position:
+        return self.engine.position  # the game on the board: the engine searches it, commands change it
 
     # ----- the loop
 
@@ -190,8 +203,7 @@ class GTPEngine:
     def _prepare_color(self, color: str) -> None:
         """Makes `color` the side to move (Go: the other side passes first)."""
         pos = self.position
-        if pos.is_over:
-            raise GTPError("the game is over")
+        pos.check_running()
         if pos.to_move() == color:
             return
         if not pos.game.is_go:  # only Go has a pass
@@ -277,8 +289,7 @@ class GTPEngine:
         if args and re.fullmatch(r"[a-zA-Z]+", args[0]):
             if parse_color(args[0]) != pos.to_move():
                 raise GTPError(f"not {args[0]}'s turn")
-        if pos.is_over:
-            raise GTPError("the game is over")
+        pos.check_running()
         result = self.engine.search()
         lines = []
         for order, s in enumerate(st for st in result.stats if st.n > 0):
@@ -291,7 +302,7 @@ class GTPEngine:
 
 
 def main(args: argparse.Namespace, inp: TextIO | None = None, out: TextIO | None = None) -> int:
-    engine = Engine.from_checkpoint(args.checkpoint, visits=args.visits, n_scl=args.n_scl,
-                                    search=getattr(args, "search", None), seed=getattr(args, "seed", 0))
-    GTPEngine(engine, *engine_streams(inp, out)).run()
-    return 0
+    load = start_engine(args, "gtp")  # answers the handshake while the network loads
+    GTPEngine(load, *engine_streams(inp, out)).run()
+    # At the end of input, a load still running is waited for, so a network that cannot load exits with status 2.
+    return 2 if load.wait() else 0

@@ -85,15 +85,13 @@ class Position:
 
     def play(self, text: str) -> int:
         """Plays a move in the game's notation; raises ValueError if malformed, illegal or the game is over."""
-        if self.is_over:
-            raise ValueError("the game is over")
+        self.check_running()
         action = self.game.parse_action(self.state, text)
         self.play_action(action)
         return action
 
     def play_action(self, action: int) -> None:
-        if self.is_over:
-            raise ValueError("the game is over")
+        self.check_running()
         if not 0 <= int(action) < self.game.num_actions:
             raise ValueError(f"no such action: {action}")
         if not bool(np.asarray(self.state.legal_action_mask)[int(action)]):
@@ -123,6 +121,18 @@ class Position:
     @property
     def is_over(self) -> bool:
         return bool(self.state.terminated)
+
+    @property
+    def cut_short(self) -> bool:
+        """The game was ended by the move cap (`Game.max_moves`, Go), not by its rules; it is scored where it stands."""
+        return bool(self.game.cut_short(self.state))
+
+    def check_running(self) -> None:
+        """Raises ValueError if the game is over, saying so when the move cap cut it short."""
+        if self.is_over:
+            if self.cut_short:
+                raise ValueError(f"the game is over: cut short by the {self.game.max_moves}-move cap")
+            raise ValueError("the game is over")
 
     def to_move(self) -> str:
         """"b" or "w": Go's colours; chess: the side to move; Connect Four: "b" for the first player."""

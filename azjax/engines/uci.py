@@ -28,8 +28,14 @@ resumed, so `go` runs whole searches in a background thread:
     `setoption`, `d`) during an infinite search first stops it, as `stop` would (its `bestmove` comes
     first), instead of waiting for a `stop` that the engine could then never read.
 
+Start-up: `uci` is answered at once, while the network loads in the background (`azjax.engines.loading`), as lc0
+does; `isready` answers `readyok` once it is loaded, and the commands that need it wait for it. A load that fails
+(a corrupt parameter file, or one unlike its config's network) is said once on stderr and as `info string error:
+cannot load ...` to each such command (`isready` still gets its `readyok`).
+
 After each search call: `info depth D nodes N nps X time MS score cp C pv ...` (depth = PV length,
-score from the chosen move's Q with lc0's formula) and, with `VerboseMoveStats` on, the per-move
+score from the chosen move's Q with lc0's formula; nps = visits over the search's own time, without the time
+spent compiling a new search size; time = since `go`) and, with `VerboseMoveStats` on, the per-move
 statistics table as `info string` lines in lc0's order (most-visited last) before `bestmove`.
 Options: `Visits` (spin, 1 to MAX_VISITS), `NScl` (spin, 0 = off: search-contempt node limit),
 `VerboseMoveStats` (check). Output lines never carry control characters (echoed input is escaped).
@@ -41,13 +47,16 @@ import argparse
 import re
 import sys
 import threading
-import time
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from azjax.engines.engine import Engine
-from azjax.engines.gtp import engine_streams, one_line
+from azjax.engines.gtp import engine_streams
 from azjax.engines.lc0 import SearchResult, format_table
+from azjax.engines.loading import EngineLoad, EngineLoadError, one_line, start_engine
 from azjax.games import STANDARD_FEN
+
+if TYPE_CHECKING:  # the engine module (flax, mctx) is imported by the background load, after the handshake
+    from azjax.engines.engine import Engine
+    from azjax.engines.position import Position
 
 MAX_INFINITE_FACTOR = 16
 # mctx keeps dense [visits + 1, 4672] arrays per search tree: 8192 visits are ~1 GB of tree on the device.
@@ -56,13 +65,16 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 class UCIEngine:
-    """A UCI server over text streams (stdin/stdout by default; tests pass StringIO/pipes)."""
+    """A UCI server over text streams (stdin/stdout by default; tests pass StringIO/pipes).
 
-    def __init__(self, engine: Engine, inp: TextIO | None = None, out: TextIO | None = None):
-        if not engine.game.is_chess:
-            raise ValueError(f"UCI is for chess; this checkpoint plays {engine.game.name}")
-        self.engine = engine
-        self.position = engine.position  # the game on the board: the engine searches it, commands change it
+    `engine` may still be loading (`EngineLoad`): `uci` answers at once, `isready` and the commands that read or
+    change the position or the options wait for it.
+    """
+
+    def __init__(self, engine: Engine | EngineLoad, inp: TextIO | None = None, out: TextIO | None = None):
+        self.load = engine if isinstance(engine, EngineLoad) else EngineLoad.ready(engine)
+        if self.load.defaults.game != "chess":
+            raise ValueError(f"UCI is for chess; this checkpoint plays {self.load.defaults.game}")
         self.inp = inp if inp is not None else sys.stdin
         self.out = out if out is not None else sys.stdout
         self.verbose = False
@@ -70,6 +82,15 @@ class UCIEngine:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._infinite = False  # the search in progress waits for `stop`
+
+    @property
+    def engine(self) -> Engine:
+        """The engine; waits for the background load (raises EngineLoadError, a ValueError, if it failed)."""
+        return self.load.get()
+
+    @property
+    def position(self) -> Position:
+        return self.engine.position  # the game on the board: the engine searches it, commands change it
 
     # ----- output
 
@@ -99,14 +120,19 @@ class UCIEngine:
             if cmd == "quit":
                 self.stop_search()
                 return False
-            if cmd == "uci":
+            if cmd == "uci":  # answered before the network is loaded, as lc0 does
+                defaults = self.load.defaults
                 self.send("id name azjax")
                 self.send("id author azjax")
-                self.send(f"option name Visits type spin default {self.engine.visits} min 1 max {MAX_VISITS}")
-                self.send(f"option name NScl type spin default {self.engine.n_scl or 0} min 0 max 1000000")
+                self.send(f"option name Visits type spin default {defaults.visits} min 1 max {MAX_VISITS}")
+                self.send(f"option name NScl type spin default {defaults.n_scl or 0} min 0 max 1000000")
                 self.send("option name VerboseMoveStats type check default false")
                 self.send("uciok")
-            elif cmd == "isready":
+            elif cmd == "isready":  # ready once the network is loaded; a failed load is said, and readyok still sent
+                try:
+                    self.load.get()
+                except EngineLoadError as e:
+                    self.send(f"info string error: {e}")
                 self.send("readyok")
             elif cmd in ("stop", "ponderhit"):  # ponderhit: the pondered move was played; answer now
                 self.stop_search()
@@ -247,14 +273,14 @@ class UCIEngine:
     def _search_thread(self, plan: list[int], infinite: bool) -> None:
         e = self.engine
         last: SearchResult | None = None
-        t0 = time.perf_counter()
+        t0 = e.clock()
         for visits in plan:
             try:
                 last = e.search(visits)
             except Exception as err:  # report and fall back to any legal move
                 self.send(f"info string search failed: {type(err).__name__}: {err}")
                 break
-            self._info(last, time.perf_counter() - t0)
+            self._info(last, e.clock() - t0)
             if self._stop.is_set():
                 break
         if infinite:
@@ -267,6 +293,7 @@ class UCIEngine:
         self.send(f"bestmove {best}{ponder}")
 
     def _info(self, r: SearchResult, elapsed: float) -> None:
+        # r.seconds times the search alone: compiling a new search size, and loading the network, are not in it.
         nps = int(r.visits / max(r.seconds, 1e-6))
         cp = int(round(r.cp)) if r.cp is not None else 0
         pv = " ".join(r.pv) or r.best_move
@@ -301,7 +328,7 @@ def _int(text: str, what: str, low: int | None = None, high: int | None = None) 
 
 
 def main(args: argparse.Namespace, inp: TextIO | None = None, out: TextIO | None = None) -> int:
-    engine = Engine.from_checkpoint(args.checkpoint, visits=args.visits, n_scl=args.n_scl,
-                                    search=getattr(args, "search", None), seed=getattr(args, "seed", 0))
-    UCIEngine(engine, *engine_streams(inp, out)).run()
-    return 0
+    load = start_engine(args, "uci")  # `uci` is answered while the network loads
+    UCIEngine(load, *engine_streams(inp, out)).run()
+    # At the end of input, a load still running is waited for, so a network that cannot load exits with status 2.
+    return 2 if load.wait() else 0

@@ -83,7 +83,8 @@ class Game:
     Attributes:
       name: registry id (`connect_four`, `go_7x7`, `go_9x9`, `chess`).
       env: the pgx environment.
-      max_moves: upper bound on a game's length (pgx's own termination rules guarantee it).
+      max_moves: upper bound on a game's length (pgx's own termination rules guarantee it). Go: the move cap, after
+        which pgx ends a game and scores the board where it stands (`cut_short` tells such a game apart).
       komi: default komi (Go), 0 otherwise.
     """
 
@@ -131,6 +132,11 @@ class Game:
     def step(self, state: GameState, action: Array) -> GameState:
         """Plays `action` for the player to move. A finished game stays as it is (zero rewards)."""
         return state.replace(env=self.env.step(state.env, action))
+
+    def cut_short(self, state: GameState) -> Array:
+        """bool [...]: the game ended at the move cap (`max_moves`, Go), not by the game's rules. Jittable; batched
+        states give one value per game."""
+        return jnp.zeros_like(state.terminated)
 
     # ----- host-side helpers (numpy; one unbatched state) -----
 
@@ -252,6 +258,11 @@ class Go(Game):
         rewards = jnp.where(just_ended & ~illegal, color_rewards[env._player_order], env.rewards)
         return state.replace(env=env.replace(rewards=rewards))
 
+    def cut_short(self, state: GameState) -> Array:
+        # Two passes or a superko loss that fall on the cap's move are the game's own end.
+        x = state.env._x
+        return state.terminated & (x.step_count >= self.max_moves) & (x.consecutive_pass_count < 2) & ~x.is_psk
+
     def black_margin(self, state: GameState) -> Array:
         """float32 []: Black's area lead on the board minus the game's komi (> 0: Black wins on the board)."""
         return board_lead_black(state.env._x, self.size) - state.komi
@@ -338,10 +349,19 @@ def material_diff(board: Array) -> Array:
     return jnp.sum(values[jnp.abs(board)] * jnp.sign(board), axis=-1)
 
 
-def material_result(board: Array, margin: float) -> Array:
-    """float32 [...]: the mover's result by material: +1 ahead by `margin` pawns or more, -1 behind by as much,
-    else 0 (a draw); `board` int [..., 64] from the mover's side."""
+ADJUDICATE_RESULTS = ("margin", "proportional")
+
+
+def material_result(board: Array, margin: float, result: str = "margin") -> Array:
+    """float32 [...]: the mover's result by material; `board` int [..., 64] from the mover's side.
+
+    "margin": +1 ahead by `margin` pawns or more, -1 behind by as much, else 0 (a draw).
+    "proportional": the lead in units of `margin`, clipped to [-1, 1] (a lead of margin / 3 pawns scores 1/3), so
+    a small edge is a small win and not the draw that drowns it.
+    """
     diff = material_diff(board)
+    if result == "proportional":
+        return jnp.clip(diff / margin, -1.0, 1.0).astype(jnp.float32)
     return jnp.where(diff >= margin, 1.0, jnp.where(diff <= -margin, -1.0, 0.0)).astype(jnp.float32)
 
 
@@ -377,6 +397,7 @@ class Chess(Game):
     # a young network can learn first (the cutechess/TCEC practice, applied to self-play).
     adjudicate_plies: int = 0
     adjudicate_margin: float = 3.0
+    adjudicate_result: str = "margin"  # or "proportional" (`material_result`)
     has_fen: ClassVar[bool] = True
     notation_reads_position: ClassVar[bool] = True  # the mover's side and pawn promotions
     record_format: ClassVar[str] = "pgn"
@@ -397,7 +418,7 @@ class Chess(Game):
         env = self.env.step(state.env, action)
         if self.adjudicate_plies:
             at_cap = ~env.terminated & (env._step_count >= self.adjudicate_plies)
-            mover_result = material_result(env._x.board, self.adjudicate_margin)
+            mover_result = material_result(env._x.board, self.adjudicate_margin, self.adjudicate_result)
             rewards = jnp.where(jnp.arange(2) == env.current_player, mover_result, -mover_result)  # by player id
             env = env.replace(
                 terminated=env.terminated | at_cap,
@@ -484,10 +505,24 @@ def _cached_fen_state(fen: str) -> Any:
 GAMES = ("connect_four", "go_7x7", "go_9x9", "chess")
 MAX_CHESS_PLIES = 512  # pgx ends (draws) a chess game here, as AlphaZero did
 DEFAULT_KOMI = {"go_7x7": 9.5, "go_9x9": 7.5}
+# pgx ends a Go game after size² x 2 moves (98 on 7x7, 162 on 9x9) and scores the board where it stands, short of
+# the end of some real games. Self-play keeps that cap (its games, and the loop goldens, depend on it). Engines,
+# arenas and human games (`play_max_moves`, through `azjax.build.game_named`) allow 8 x size² moves (392 on 7x7,
+# 648 on 9x9), far above any real game; one that still reaches the cap is reported as cut short (`Game.cut_short`).
+GO_SELFPLAY_MOVES_PER_POINT = 2
+GO_PLAY_MOVES_PER_POINT = 8
+
+
+def play_max_moves(name: str) -> int | None:
+    """The move cap of played (not self-play) games of `name`: Go's `GO_PLAY_MOVES_PER_POINT` x size²; None for
+    the other games, whose own rules end every game (chess: a draw after `MAX_CHESS_PLIES`)."""
+    if not name.startswith("go_") or name not in GAMES:
+        return None
+    return GO_PLAY_MOVES_PER_POINT * int(name[3]) ** 2
 
 
 def make_game(name: str, *, komi: float | None = None, start: str | None = None, adjudicate_plies: int = 0,
-              adjudicate_margin: float = 3.0) -> Game:
+              adjudicate_margin: float = 3.0, adjudicate_result: str = "margin", max_moves: int | None = None) -> Game:
     """The game `name` from the registry.
 
     Args:
@@ -497,6 +532,10 @@ def make_game(name: str, *, komi: float | None = None, start: str | None = None,
         or a FEN.
       adjudicate_plies, adjudicate_margin: chess only; games still running after this many plies end, won by
         the side this many pawns ahead in material, else drawn (0 = off: chess's own rules).
+      adjudicate_result: chess only; "margin" (the above) or "proportional" (the lead / margin, clipped to
+        [-1, 1]; `material_result`).
+      max_moves: Go only; the move cap, after which a game ends scored where it stands (default: self-play's,
+        `GO_SELFPLAY_MOVES_PER_POINT` x size², pgx's own; `play_max_moves(name)` is the cap of played games).
     """
     if name not in GAMES:
         raise ValueError(f"unknown game {name!r}; choose one of {', '.join(GAMES)}")
@@ -506,6 +545,12 @@ def make_game(name: str, *, komi: float | None = None, start: str | None = None,
         raise ValueError(f"start positions apply to chess only, not {name!r}")
     if adjudicate_plies and name != "chess":
         raise ValueError(f"material adjudication applies to chess only, not {name!r}")
+    if max_moves is not None and not name.startswith("go_"):
+        raise ValueError(f"max_moves applies to Go only, not {name!r} (chess: adjudicate_plies)")
+    if max_moves is not None and max_moves < 1:
+        raise ValueError(f"max_moves must be >= 1, got {max_moves}")
+    if adjudicate_result not in ADJUDICATE_RESULTS:
+        raise ValueError(f"adjudicate_result must be one of {', '.join(ADJUDICATE_RESULTS)}, got {adjudicate_result!r}")
     if not 0 <= adjudicate_plies < MAX_CHESS_PLIES:
         raise ValueError(f"adjudicate_plies must be in [0, {MAX_CHESS_PLIES}) (0 = off), got {adjudicate_plies}")
     if name == "connect_four":
@@ -515,9 +560,11 @@ def make_game(name: str, *, komi: float | None = None, start: str | None = None,
         komi = DEFAULT_KOMI[name] if komi is None else float(komi)
         if (komi * 2) % 2 != 1:
             raise ValueError(f"komi must be a half-integer (e.g. 7.5) so no game is drawn, got {komi}")
-        return Go(name=name, env=go_env(size), max_moves=size * size * 2, komi=komi, size=size)
+        cap = GO_SELFPLAY_MOVES_PER_POINT * size * size if max_moves is None else int(max_moves)
+        return Go(name=name, env=go_env(size, cap), max_moves=cap, komi=komi, size=size)
     fen = ODDS_FENS.get(start or "standard", start)
     assert fen is not None
     check_fen(fen)  # validate now, with a clear error (the pgx state is built on the first `init`)
     return Chess(name=name, env=pgx.make("chess"), max_moves=adjudicate_plies or MAX_CHESS_PLIES, start_fen=fen,
-                 adjudicate_plies=adjudicate_plies, adjudicate_margin=float(adjudicate_margin))
+                 adjudicate_plies=adjudicate_plies, adjudicate_margin=float(adjudicate_margin),
+                 adjudicate_result=adjudicate_result)

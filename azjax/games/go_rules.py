@@ -118,9 +118,11 @@ class GoRules(pgx_go.Game):
         return super().rewards(state._replace(board=jnp.where(finished, state.board, 0)))
 
 
-def go_env(size: int) -> pgx.go.Go:
-    """pgx's Go environment (komi 0: azjax scores with each game's own komi) running `GoRules`."""
-    env = pgx.go.Go(size=size, komi=0.0)
-    env._game = GoRules(size=size, komi=0.0)
+def go_env(size: int, max_moves: int | None = None) -> pgx.go.Go:
+    """pgx's Go environment (komi 0: azjax scores with each game's own komi) running `GoRules`, ending a game
+    after `max_moves` moves (default pgx's, size² x 2). The observation does not depend on the cap; the state's
+    superko hash history holds one row per move up to it."""
+    env = pgx.go.Go(size=size, komi=0.0, max_terminal_steps=max_moves)
+    env._game = GoRules(size=size, komi=0.0, max_termination_steps=max_moves)
     return env
 

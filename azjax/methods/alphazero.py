@@ -21,6 +21,9 @@ from the config, and the loop (`azjax.train.loop`) calls only the seams, with no
     `azjax.search.run_search` over a `SearchSpec`; search-contempt is its `n_scl`), every position trained on.
     KataGo's playout caps search most moves fast and train on the full searches only
     (`azjax.methods.playout_cap.PlayoutCapSearch`).
+  * `AuxiliaryTargets`: what else a finished game teaches its positions, through extra heads and loss terms.
+    AlphaZero: nothing (`NoAuxiliaryTargets`). KataGo: each point's final ownership and the final score
+    margin (`azjax.methods.katago_aux.OwnershipScoreTargets`).
 
 Per-position records are dicts of [B] arrays, kept in the replay under their names (`Replay.extras`).
 """
@@ -37,6 +40,7 @@ import mctx
 
 from azjax import replay as rb
 from azjax.games import Game, GameState
+from azjax.games.augment import augment
 from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec, network_evaluator, policy_value, run_search
 
 Array = jax.Array
@@ -46,12 +50,13 @@ ApplyFn = Callable[..., tuple[Array, ...]]  # the network: (params, observation 
 
 @dataclasses.dataclass(frozen=True)
 class Seams:
-    """The loop's four seams, as `azjax.build.loop_seams` fills them from a config."""
+    """The loop's five seams, as `azjax.build.loop_seams` fills them from a config."""
 
     search: SearchPolicy
     value: ValueHead
     starts: GameStarts
     targets: Targets
+    auxiliary: AuxiliaryTargets = dataclasses.field(default_factory=lambda: NoAuxiliaryTargets())
 
 
 # ---------------------------------------------------------------- the search policy
@@ -307,3 +312,59 @@ def mix_with_q(target: Array, q: Array, q_weight: float) -> Array:
     """The z/q mix (1 - w) target + w q, with `target` the outcome z or a method's replacement for it
     (TDLeaf's lambda-return): one expression, so G = z gives AlphaZero's target bit for bit."""
     return (1.0 - q_weight) * target + q_weight * q
+
+
+# ---------------------------------------------------------------- auxiliary targets
+
+
+class AuxiliaryTargets(Protocol):
+    """What a finished game teaches its positions besides z (KataGo's auxiliary targets): kept once per game in
+    the replay's `finals`, learnt by extra heads of the network with extra loss terms."""
+
+    finals: rb.FinalSpec  # what the replay keeps per game (`Replay.finals`)
+    columns: tuple[str, ...]  # the SGD step's metrics the terms add (losses, head health)
+
+    def game_ended(self, replay: rb.Replay, ended: Array, game_id: Array, final: GameState) -> rb.Replay:
+        """Keeps what the games that `ended` ([B]) give their positions; `final`: the positions they ended in."""
+        ...
+
+    def sample(self, replay: rb.Replay, idx: Array) -> Records:
+        """The targets of sampled entries `idx` ([batch]), from the view of each entry's player to move."""
+        ...
+
+    def augment(self, game: Game, key: Array, obs: Array, policy: Array,
+                targets: Records) -> tuple[Array, Array, Records]:
+        """`azjax.games.augment.augment` of a batch, the same symmetry applied to the targets on the board."""
+        ...
+
+    def loss(self, predictions: Records, targets: Records) -> tuple[tuple[Array, ...], dict[str, Array]]:
+        """(the weighted loss terms added to AlphaZero's loss, their metrics) from the heads' `predictions`
+        (`azjax.network.auxiliary_outputs`) and the `targets`."""
+        ...
+
+
+@dataclasses.dataclass(frozen=True)
+class NoAuxiliaryTargets:
+    """AlphaZero: no auxiliary targets, heads or loss terms."""
+
+    columns: tuple[str, ...] = ()
+
+    @property
+    def finals(self) -> rb.FinalSpec:
+        return {}
+
+    def game_ended(self, replay: rb.Replay, ended: Array, game_id: Array, final: GameState) -> rb.Replay:
+        del ended, game_id, final
+        return replay
+
+    def sample(self, replay: rb.Replay, idx: Array) -> Records:
+        del replay, idx
+        return {}
+
+    def augment(self, game: Game, key: Array, obs: Array, policy: Array,
+                targets: Records) -> tuple[Array, Array, Records]:
+        return (*augment(game, key, obs, policy), targets)
+
+    def loss(self, predictions: Records, targets: Records) -> tuple[tuple[Array, ...], dict[str, Array]]:
+        del predictions, targets
+        return (), {}

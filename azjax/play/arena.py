@@ -40,7 +40,8 @@ class GameRecords:
       length: int32 [N]: plies played.
       moves: int32 [N, max_moves]: the actions played, -1 after the game's end.
       a_first: bool [N]: whether A made the first move (True in the first half).
-      terminated: bool [N]: False for games stopped by the `max_moves` cap (scored as draws).
+      terminated: bool [N]: False for games stopped by a cap: `max_plies`, or the game's `max_moves` (Go: scored
+        by area where the cap stopped them; other games: draws).
       illegal: bool [N]: an agent played an illegal move (pgx ends the game: the offender loses).
     """
 
@@ -100,8 +101,10 @@ def play_from(game: Game, act_a: ActFn, act_b: ActFn, params_a: Any, params_b: A
     carry = (jnp.int32(0), key, states, moves, jnp.zeros(num_games, jnp.float32), jnp.zeros(num_games, jnp.int32),
              jnp.zeros(num_games, bool))
     _, _, states, moves, outcome, length, illegal = jax.lax.while_loop(cond, body, carry)
-    records = GameRecords(outcome=outcome, length=length, moves=moves, a_first=a_first,
-                          terminated=states.terminated, illegal=illegal)
+    # pgx ends a Go game at its move cap like a finished one: such a game is cut short, not finished.
+    finished = states.terminated & ~jax.vmap(game.cut_short)(states)
+    records = GameRecords(outcome=outcome, length=length, moves=moves, a_first=a_first, terminated=finished,
+                          illegal=illegal)
     return records, states
 
 
@@ -187,7 +190,8 @@ class MatchResult:
         `score` = (wins + draws / 2) / games; [`score_low`, `score_high`] is its 95% Wilson interval
         (`wilson_interval`); `elo` = `elo_from_score(score)` with [`elo_low`, `elo_high`] the interval's
         ends mapped the same way. `first_score` is A's score in the games where A moved first; `illegal`
-    counts games ended by an illegal move, `unfinished` games cut by `max_moves` (scored as draws).
+    counts games ended by an illegal move, `unfinished` games cut short by a cap (Go: scored by area where they
+    stopped; other games: draws).
     """
 
     name_a: str

@@ -238,7 +238,7 @@ def play_host_game(game: Game, a: HostPlayer, b: HostPlayer, opening: Opening, a
         plies += 1
     terminated = True
     if not reason:
-        if pos.is_over:
+        if pos.is_over and not pos.cut_short:
             outcome = float(np.asarray(pos.state.rewards)[a_id])  # the last step's rewards decide the game
         else:
             terminated = False

@@ -15,6 +15,7 @@ import ctypes
 import ctypes.util
 import functools
 import math
+import os
 import shutil
 import signal
 import sys
@@ -29,11 +30,12 @@ import jax.numpy as jnp
 
 from azjax import checkpoint as ckpt
 from azjax import hosts
-from azjax.config import Config
+from azjax.config import PRESETS, Config, preset
 from azjax.play.agents import network_agent, rollout_mcts_agent
 from azjax.play.arena import match
-from azjax.train.loop import LoopState, Trainer
+from azjax.train.loop import LoopState, Trainer, local_sizes
 from azjax.train.measures import RunMeasures, measure_columns
+from azjax.train.plan import check_run_fits
 from azjax.train.plots import plot_run
 
 # Columns of metrics.csv. The first group is what the loop computes (identical across a resume);
@@ -211,6 +213,7 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
     """
     run_dir = Path(run_dir)
     if resume:
+        ckpt.check_resumable(run_dir)  # an exported model is read-only: its params.msgpack would be overwritten
         saved = ckpt.load_config(run_dir)
         if config is not None:
             diff = ckpt.config_mismatch(saved, config)
@@ -221,17 +224,23 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
         config = saved
     else:
         assert config is not None
+        ckpt.refuse_model_dir(run_dir, f"the run directory {run_dir}")
         if (run_dir / ckpt.CONFIG_FILE).exists():
             raise ckpt.CheckpointError(
                 f"{run_dir} already holds a run; use --resume {run_dir} to continue it or pick a new --run_dir")
+    # Every check that needs the device count runs before anything is written, so a refused start leaves no
+    # run directory behind (which would then refuse the corrected command as "already holds a run").
+    local_sizes(config, jax.device_count())
+    print(f"azjax run {run_dir} ({'resuming' if resume else 'new'}), {jax.device_count()} device(s) "
+          f"[{jax.devices()[0].platform}]\n{config_summary(config)} (every field: {run_dir / ckpt.CONFIG_FILE})",
+          flush=True)
+    trainer = Trainer(config)
+    check_run_fits(trainer)  # from shapes, before the step compiles or the run directory is written
+    if not resume:
         hosts.barrier("azjax-new-run")  # every process has looked before the first one writes
         run_dir.mkdir(parents=True, exist_ok=True)
         if hosts.is_primary():
             ckpt.save_config(run_dir, config)
-
-    print(f"azjax run {run_dir} ({'resuming' if resume else 'new'}), {jax.device_count()} device(s) "
-          f"[{jax.devices()[0].platform}]\n{config.describe()}", flush=True)
-    trainer = Trainer(config)
     checkpointer = ckpt.StateCheckpointer(run_dir)
     log = RunLog(run_dir, columns=metric_columns(trainer), write=hosts.is_primary())
     state = trainer.init(config.seed)
@@ -251,7 +260,8 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
     end = config.num_steps if stop_after is None else min(config.num_steps, start + stop_after)
     elapsed0 = float(log.rows[-1]["time_s"]) if log.rows else 0.0
     positions_per_step = config.num_envs * config.moves_per_step
-    bar = _progress(progress, start, config.num_steps)
+    bar = None  # made after the first step: its compile would otherwise weigh in the bar's rate and ETA
+    eta = StepClock(end)
     watch = HeadWatch([c for c in trainer.value.columns if c.endswith(("_std", "_active"))])
     spread = trainer.value.columns[0]  # value_std, or alpha_std for SAI
     interrupted = False
@@ -263,6 +273,8 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
     old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     t_run = time.perf_counter()
     step = start
+    if step < end:
+        print(COMPILE_NOTE, flush=True)
     try:
         while step < end and not interrupted:
             if time_budget_s is not None and time.perf_counter() - t_run >= time_budget_s:
@@ -273,6 +285,7 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
             metrics = jax.device_get(metrics)
             step += 1
             dt = time.perf_counter() - t0
+            eta.tick(step)
             if step == start + 1:  # the step was compiled: its garbage goes back to the OS now, not minutes later
                 release_freed_memory()
             row = step_row(trainer, step, step * config.moves_per_step, metrics)
@@ -295,14 +308,19 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
                        if good is not None else "There is no checkpoint yet to resume from."))
             for warning in watch.update(row):
                 _say(bar, warning)
-            if bar is not None:
+            if step == start + 1:
+                _say(bar, f"step {step} (compiled and run) took {dt:.1f} s")
+                bar = _progress(progress, step, config.num_steps)
+            elif bar is not None:
                 bar.update(1)
+            if bar is not None:
                 bar.set_postfix(loss=f"{row['loss']:.3f}", games_s=f"{row['games_per_s']:.0f}",
                                 len=f"{row['mean_game_length']:.1f}", **{spread: f"{row[spread]:.3g}"})
             elif step % config.log_every == 0:
                 print(f"step {step}/{config.num_steps} loss {row['loss']:.3f} games/s {row['games_per_s']:.1f} "
                       f"sims/s {row['sims_per_s']:.0f} len {row['mean_game_length']:.1f} {spread} {row[spread]:.3g} "
-                      f"head active >= {min(row[c] for c in watch.columns if c.endswith('_active')):.2f}", flush=True)
+                      f"head active >= {min(row[c] for c in watch.columns if c.endswith('_active')):.2f} "
+                      f"eta {eta.text(step)}", flush=True)
             if config.eval_every and (step % config.eval_every == 0 or step == config.num_steps):
                 ev = evaluate(config, trainer, state.exported_params, step)
                 release_freed_memory()  # the first evaluation compiles its agents
@@ -380,12 +398,72 @@ def _checkpoint(run_dir: Path, checkpointer: ckpt.StateCheckpointer, step: int, 
     plot_run(run_dir, log.rows, log.evals)
 
 
-def _progress(enabled: bool, start: int, total: int) -> Any:
-    if not enabled or not sys.stderr.isatty():
+COMPILE_NOTE = "compiling the training step (first time: minutes on a CPU; cached after)"
+
+
+def config_summary(config: Config) -> str:
+    """The config as the preset of its game closest to it and the fields that differ from that preset."""
+    fields = config.to_dict()
+    best: tuple[str, list[str]] | None = None
+    for name in PRESETS[config.game]:
+        base = preset(config.game, name).to_dict()
+        diff = [k for k in fields if fields[k] != base[k]]
+        if best is None or len(diff) < len(best[1]):
+            best = (name, diff)
+    assert best is not None
+    name, diff = best
+    lines = [f"config: {config.game} preset {name!r}" + (", changed:" if diff else ", unchanged")]
+    lines += [f"  {k} = {fields[k]!r}" for k in diff]
+    return "\n".join(lines)
+
+
+@dataclass
+class StepClock:
+    """The time left to step `end`, from the steps after this process's first (which compiles the loop and
+    would make an estimate of many times the real one)."""
+
+    end: int
+    _first: tuple[int, float] | None = None
+    _last: tuple[int, float] | None = None
+
+    def tick(self, step: int) -> None:
+        now = time.perf_counter()
+        if self._first is None:
+            self._first = (step, now)
+        self._last = (step, now)
+
+    def seconds_left(self, step: int) -> float | None:
+        if self._first is None or self._last is None or self._last[0] <= self._first[0]:
+            return None
+        per_step = (self._last[1] - self._first[1]) / (self._last[0] - self._first[0])
+        return per_step * max(self.end - step, 0)
+
+    def text(self, step: int) -> str:
+        left = self.seconds_left(step)
+        if left is None:
+            return "after the next step"
+        m, s = divmod(int(round(left)), 60)
+        h, m = divmod(m, 60)
+        return f"{h}:{m:02d}:{s:02d}"
+
+
+def _terminal_columns(stream: Any) -> int:
+    """The width of the terminal behind `stream`; 0 where there is none or it reports none."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, ValueError, OSError):
+        return 0
+
+
+def _progress(enabled: bool, start: int, total: int, stream: Any = None) -> Any:
+    """A tqdm bar on stderr, or None (then the caller prints plain log lines): when progress is off, stderr is
+    not a terminal, or the terminal reports no width (some CI and notebook consoles: a bar would print nothing)."""
+    stream = sys.stderr if stream is None else stream
+    if not enabled or not stream.isatty() or _terminal_columns(stream) < 1:
         return None
     from tqdm import tqdm
 
-    return tqdm(total=total, initial=start, unit="step", dynamic_ncols=True)
+    return tqdm(total=total, initial=start, unit="step", dynamic_ncols=True, file=stream)
 
 
 def _say(bar: Any, text: str) -> None:

@@ -15,7 +15,7 @@ One loop step, in AlphaZero's terms:
     repeat sgd_steps_per_step times (once the replay holds min_replay_size finished positions):
         theta <- theta - lr * grad[ CE(pi, p) + (z - v)^2 + c ||theta||^2 ]
 
-The loop knows no method: it calls four seams (`azjax.methods.alphazero`), which `azjax.build` fills from
+The loop knows no method: it calls five seams (`azjax.methods.alphazero`), which `azjax.build` fills from
 the config (`Seams`), AlphaZero's behaviour by default:
 
     search policy how positions are searched and which train (AZ: one search, all; playout caps: full or fast)
@@ -23,6 +23,7 @@ the config (`Seams`), AlphaZero's behaviour by default:
     game starts   where a restarting slot's game comes from (AZ: game.init; SAI: komi draw, branch queue;
                   Go-Exploit: an archive of visited or searched states)
     targets       what the replay records and the value target (AZ: z, or the z/q mix; TDLeaf: lambda-returns)
+    auxiliary     what else finished games teach, as extra loss terms (AZ: nothing; KataGo: ownership, score)
 
 The step runs data-parallel under `jax.shard_map` over a 1-D mesh of all devices (across hosts
 after `jax.distributed.initialize()`): games and replay are split along the `data` axis,
@@ -50,9 +51,8 @@ from azjax import replay as rb
 from azjax.build import config_game, init_params, loop_seams, make_network, start_pool_size
 from azjax.config import Config
 from azjax.games import Game, GameState, where_games
-from azjax.games.augment import augment
-from azjax.methods.alphazero import GameStarts, Records, Seams, SearchPolicy, Targets, ValueHead
-from azjax.network import PolicyValueNet, head_health
+from azjax.methods.alphazero import AuxiliaryTargets, GameStarts, Records, Seams, SearchPolicy, Targets, ValueHead
+from azjax.network import AUXILIARY, PolicyValueNet, auxiliary_outputs, head_health
 from azjax.search import SearchSpec, choose_move, root_visit_counts
 
 AXIS = "data"
@@ -96,12 +96,15 @@ class LoopState:
 
 
 def loss_fn(apply_fn: Callable, value: ValueHead, params: Any, obs: jax.Array, policy: jax.Array,
-            target: jax.Array, value_loss_weight: float = 1.0,
-            recorded: Records | None = None) -> tuple[jax.Array, dict[str, jax.Array]]:
-    """AlphaZero's loss: policy cross-entropy + value MSE. The L2 term is applied as AdamW's decoupled
-    weight decay (see `make_optimizer`); its size is reported as `l2`.
+            target: jax.Array, value_loss_weight: float = 1.0, recorded: Records | None = None,
+            auxiliary: AuxiliaryTargets | None = None,
+            auxiliary_targets: Records | None = None) -> tuple[jax.Array, dict[str, jax.Array]]:
+    """AlphaZero's loss: policy cross-entropy + value MSE, plus the auxiliary-targets seam's weighted terms
+    (`auxiliary`, with the sampled `auxiliary_targets`; AlphaZero: none). The L2 term is applied as AdamW's
+    decoupled weight decay (see `make_optimizer`); its size is reported as `l2`.
 
-    apply_fn(params, obs) -> (network outputs, head health dict) (`with_head_health(net.apply)`).
+    apply_fn(params, obs) -> (network outputs, head health dict) (`with_head_health(net.apply)`); the dict's
+    entry `AUXILIARY`, where there is one, holds the auxiliary heads' outputs.
     value: the value-head seam, which turns the outputs into (logits, v) with the positions' records
     (`recorded`, name -> [B]; SAI: kbar, with v = 2 rho(0) - 1).
     obs [B, ...], policy [B, A] (target distribution), target [B] (value target, e.g. z).
@@ -109,11 +112,16 @@ def loss_fn(apply_fn: Callable, value: ValueHead, params: Any, obs: jax.Array, p
     SAI's `alpha_std` and `beta_std`) and the heads' active-unit fractions.
     """
     outputs, health = apply_fn(params, obs)
+    health = dict(health)
+    predictions = health.pop(AUXILIARY, {})
     logits, v, spread = value.train_value(outputs, recorded or {})
     policy_loss = optax.softmax_cross_entropy(logits, policy).mean()
     value_loss = jnp.mean((v - target) ** 2)
     l2 = sum(jnp.sum(w**2) for w in jax.tree.leaves(params) if w.ndim > 1)
     total = policy_loss + value_loss_weight * value_loss
+    terms, auxiliary_info = auxiliary.loss(predictions, auxiliary_targets or {}) if auxiliary else ((), {})
+    for term in terms:
+        total = total + term
     entropy = -jnp.sum(jnp.where(policy > 0, policy * jnp.log(policy + 1e-12), 0.0), axis=-1).mean()
     return total, {
         "loss": total,
@@ -123,15 +131,21 @@ def loss_fn(apply_fn: Callable, value: ValueHead, params: Any, obs: jax.Array, p
         "policy_target_entropy": entropy,
         **jax.lax.stop_gradient(spread),
         **health,
+        **auxiliary_info,
     }
 
 
 def with_head_health(apply_fn: Callable) -> Callable:
-    """`apply_fn(params, obs)` of a `PolicyValueNet` -> (outputs, head health) in one forward pass."""
+    """`apply_fn(params, obs)` of a `PolicyValueNet` -> (outputs, head health) in one forward pass; with
+    KataGo's auxiliary heads, the health dict's entry `AUXILIARY` holds their outputs (`auxiliary_outputs`)."""
 
-    def apply(params: Any, obs: jax.Array) -> tuple[Any, dict[str, jax.Array]]:
-        outputs, variables = apply_fn(params, obs, mutable=["intermediates"])
-        return outputs, head_health(variables["intermediates"])
+    def apply(params: Any, obs: jax.Array) -> tuple[Any, dict[str, Any]]:
+        outputs, variables = apply_fn(params, obs, mutable=["intermediates", AUXILIARY])
+        health: dict[str, Any] = head_health(variables["intermediates"])
+        predictions = auxiliary_outputs(variables)
+        if predictions:
+            health[AUXILIARY] = predictions
+        return outputs, health
 
     return apply
 
@@ -213,6 +227,7 @@ class Trainer:
         self.value: ValueHead = seams.value
         self.starts: GameStarts = seams.starts
         self.targets: Targets = seams.targets
+        self.auxiliary: AuxiliaryTargets = seams.auxiliary
         self.evaluate = self.value.evaluator(self.net.apply)
         self.spec: SearchSpec = self.search.spec
         self.optimizer = make_optimizer(config)
@@ -232,8 +247,11 @@ class Trainer:
         params = init_params(self.net, self.game, jax.random.key(0))
         policy = jnp.full((2, self.game.num_actions), 1.0 / self.game.num_actions)
         recorded = {name: jnp.zeros((2,)) for name in self.value.records}
+        replay = rb.init_replay(2, self.game.observation_shape, jnp.float32, self.game.num_actions,
+                                finals=self.auxiliary.finals)
+        auxiliary_targets = self.auxiliary.sample(replay, jnp.arange(2))
         return loss_fn(with_head_health(self.net.apply), self.value, params, obs, policy, jnp.zeros((2,)), 1.0,
-                       recorded)[1]
+                       recorded, self.auxiliary, auxiliary_targets)[1]
 
     # ----- public -----
 
@@ -290,7 +308,8 @@ class Trainer:
         )
         replay = rb.init_replay(self.sizes.replay_size, self.game.observation_shape, self._obs_dtype,
                                 self.game.num_actions,
-                                extras=(*self.value.records, *self.targets.records, *self.search.records))
+                                extras=(*self.value.records, *self.targets.records, *self.search.records),
+                                finals=self.auxiliary.finals, num_slots=b)
         return LoopState(
             actors=actors,
             replay=replay,
@@ -331,6 +350,7 @@ class Trainer:
         next_state = jax.vmap(self.game.step)(state, action)
         ended = next_state.terminated
         replay = self.targets.game_ended(replay, ptr, ended, actors.game_id, next_state.rewards)
+        replay = self.auxiliary.game_ended(replay, ended, actors.game_id, next_state)
 
         # Results of the games that ended, from the first mover's view.
         first_reward = jnp.take_along_axis(next_state.rewards, actors.first_player[:, None], axis=1)[:, 0]
@@ -367,10 +387,12 @@ class Trainer:
         obs, policy = replay.obs[idx], replay.policy[idx]
         recorded = rb.recorded(replay, idx)
         value = self.targets.value_target(replay.value[idx], recorded)
+        auxiliary_targets = self.auxiliary.sample(replay, idx)
         if self.config.augment:
-            obs, policy = augment(self.game, k_aug, obs, policy)
+            obs, policy, auxiliary_targets = self.auxiliary.augment(self.game, k_aug, obs, policy, auxiliary_targets)
         grad_fn = jax.grad(functools.partial(loss_fn, with_head_health(self.net.apply), self.value), has_aux=True)
-        grads, info = grad_fn(params, obs, policy, value, self.config.value_loss_weight, recorded)
+        grads, info = grad_fn(params, obs, policy, value, self.config.value_loss_weight, recorded, self.auxiliary,
+                              auxiliary_targets)
         grads = jax.lax.pmean(grads, AXIS)
         updates, opt_state = self.optimizer.update(grads, opt_state, params)
         params = optax.apply_updates(params, updates)

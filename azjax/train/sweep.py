@@ -18,10 +18,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 import itertools
 import math
-import os
 import shlex
 import sys
 import time
@@ -40,6 +38,7 @@ from azjax import checkpoint as ckpt
 from azjax.config import Config, parse_field
 from azjax.play.arena import t_interval
 from azjax.train import (
+    COMPILE_NOTE,
     HeadWatch,
     RunLog,
     _checkpoint,
@@ -53,6 +52,7 @@ from azjax.train import (
 )
 from azjax.train.loop import AXIS, LoopState, Trainer
 from azjax.train.measures import RunMeasures
+from azjax.train.plan import check_run_fits
 from azjax.train.plots import save_figure
 
 RUNS = "runs"
@@ -128,10 +128,6 @@ def mesh_shape(num_runs: int, num_devices: int) -> tuple[int, int]:
     return runs, num_devices // runs
 
 
-class SweepMemoryError(ValueError):
-    """A sweep that will not fit in device memory."""
-
-
 class Sweep:
     """The jitted init and step of one program's runs (configs equal in all but run-axis and host fields)."""
 
@@ -199,37 +195,12 @@ class Sweep:
 
     # ----- memory -----
 
-    @functools.cached_property
-    def memory_estimate(self) -> dict[str, int]:
-        """Bytes per device before compiling: the loop state of the runs a device holds (the replay
-        dominates) and the search tree of one self-play move (mctx keeps every node's game state)."""
-        state = jax.eval_shape(self.trainer._init_local, jax.random.key_data(jax.random.key(0)))
-        state_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(state))
-        game = jax.eval_shape(lambda k: self.trainer.game.init(k), jax.random.key(0))
-        game_bytes = sum(x.size * x.dtype.itemsize for x in jax.tree.leaves(game))
-        nodes = self.like.num_simulations + 1
-        per_node = 6 * 4 * self.trainer.game.num_actions + 5 * 4 + game_bytes
-        tree_bytes = self.trainer.sizes.num_envs * nodes * per_node
-        runs_per_device = self.num_runs // self.mesh.shape[RUNS]
-        return {"state_bytes_per_run": int(state_bytes), "tree_bytes_per_run": int(tree_bytes),
-                "runs_per_device": runs_per_device,
-                "bytes_per_device": int(runs_per_device * (state_bytes + tree_bytes))}
-
     def check_memory(self, limit: int | None = None) -> None:
-        """Refuses, naming the fields to shrink, a sweep whose estimate exceeds 90% of device memory."""
-        limit = limit if limit is not None else device_memory(self.mesh.devices.flat[0])
-        if limit is None:
-            return
-        est = self.memory_estimate
-        if est["bytes_per_device"] > 0.9 * limit:
-            gib = 2.0**30
-            raise SweepMemoryError(
-                f"the sweep needs about {est['bytes_per_device'] / gib:.2f} GiB per device "
-                f"({est['runs_per_device']} runs x ({est['state_bytes_per_run'] / gib:.2f} GiB loop state, mostly "
-                f"the replay, + {est['tree_bytes_per_run'] / gib:.2f} GiB search tree)), more than 90% of the "
-                f"device's {limit / gib:.2f} GiB: lower replay_size ({self.like.replay_size}), num_envs "
-                f"({self.like.num_envs}) or num_simulations ({self.like.num_simulations}), or run fewer seeds or "
-                "grid values at once")
+        """Refuses (MemoryPlanError, naming the fields to lower) a sweep whose runs on one device would need more
+        than 90% of its memory (or of `limit` bytes): `azjax.train.plan`, the check `azjax train` makes too."""
+        runs_per_device = self.num_runs // self.mesh.shape[RUNS]
+        self.plan = check_run_fits(self.trainer, what=f"the sweep ({self.num_runs} runs)", runs=runs_per_device,
+                                   limit=limit)
 
     # ----- device-local (inside shard_map) -----
 
@@ -261,22 +232,6 @@ BATCHING = ("vmap", "unrolled")
 
 def default_batching(device: jax.Device) -> str:
     return "unrolled" if device.platform == "cpu" else "vmap"
-
-
-def device_memory(device: jax.Device) -> int | None:
-    """The device's memory in bytes: the accelerator's limit, or the host's physical memory for a CPU."""
-    try:
-        stats = device.memory_stats()
-    except Exception:
-        stats = None
-    if stats and "bytes_limit" in stats:
-        return int(stats["bytes_limit"])
-    if device.platform == "cpu":
-        try:
-            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError):
-            return None
-    return None
 
 
 # ---------------------------------------------------------------- grids and the host driver
@@ -343,6 +298,13 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
         assert runs is not None
         if sweep_file.exists():
             raise ckpt.CheckpointError(f"{sweep_dir} already holds a sweep; use --resume {sweep_dir} to continue it")
+    configs = [c for _, c in runs]
+    programs = group_programs(configs)
+    # Built before anything is written: their checks (device counts, memory) refuse a sweep that cannot run
+    # without leaving a sweep directory that would then refuse the corrected command as "already holds a sweep".
+    sweeps: list[Sweep | None] = [Sweep([configs[k] for k in indices], memory_limit=memory_limit)
+                                  for indices in programs]
+    if not resume:
         record = {
             "command": command or shlex.join(["azjax", *sys.argv[1:]]),
             "grid": grid or {},
@@ -352,8 +314,6 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
         for k, (_, config) in enumerate(runs):
             (sweep_dir / f"run_{k}").mkdir(parents=True, exist_ok=True)
             ckpt.save_config(sweep_dir / f"run_{k}", config)
-    configs = [c for _, c in runs]
-    programs = group_programs(configs)
     record["programs"] = programs
     ckpt.write_json(sweep_file, record)
     if len(programs) > 1:
@@ -363,12 +323,13 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
 
     finished = True
     for p, indices in enumerate(programs):
-        sweep = Sweep([configs[k] for k in indices], memory_limit=memory_limit)
+        sweep, sweeps[p] = sweeps[p], None  # a finished program's compiled step is dropped, as before
+        assert sweep is not None
         r_dev, d_dev = sweep.run_devices()
         ride = ", ".join(sweep.hyper) or "seed only"
         print(f"program {p + 1}/{len(programs)}: runs {', '.join(f'run_{k}' for k in indices)} "
               f"({ride} on the run axis; {r_dev} device(s) along runs x {d_dev} along games; "
-              f"~{sweep.memory_estimate['bytes_per_device'] / 2**20:.0f} MiB per device)", flush=True)
+              f"~{sweep.plan.bytes_per_device / 2**20:.0f} MiB per device)", flush=True)
         dirs = [sweep_dir / f"run_{k}" for k in indices]
         checkpointers = [ckpt.StateCheckpointer(d) for d in dirs]
         columns = metric_columns(sweep.trainer)
@@ -395,7 +356,9 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
         failed: dict[int, str] = {}
         t_run = time.perf_counter()
         step = start
-        bar = _progress(progress, start, like.num_steps)
+        bar = None  # made after the first step, so the compile stays out of its rate and ETA
+        if step < end:
+            print(COMPILE_NOTE, flush=True)
         try:
             while step < end:
                 t0 = time.perf_counter()
@@ -421,9 +384,12 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
                                       "good checkpoint is kept, the other runs go on")
                     for warning in watches[i].update(row):
                         _say(bar, f"{dirs[i].name}: {warning}")
-                if bar is not None:
+                if step == start + 1:
+                    _say(bar, f"step {step} (compiled and run) took {dt:.1f} s")
+                    bar = _progress(progress, step, like.num_steps)
+                elif bar is not None:
                     bar.update(1)
-                elif step % like.log_every == 0:
+                if bar is None and step % like.log_every == 0:
                     losses = " ".join(f"{float(log.rows[-1]['loss']):.3f}" for log in logs)
                     print(f"step {step}/{like.num_steps} ({dt:.2f} s) loss per run: {losses}", flush=True)
                 if like.eval_every and (step % like.eval_every == 0 or step == like.num_steps):
@@ -453,6 +419,7 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
         record["table"] = sweep_table(sweep_dir, record)
         ckpt.write_json(sweep_file, record)
         plot_sweep(sweep_dir, record)
+        print("\n".join(table_lines(record["table"])), flush=True)
         print(f"sweep table and curves: {sweep_file}, {sweep_dir / 'sweep.png'}", flush=True)
     return {"sweep_dir": str(sweep_dir), "finished": finished, "record": record}
 
@@ -486,12 +453,37 @@ def sweep_table(sweep_dir: Path, record: dict[str, Any]) -> list[dict[str, Any]]
     for label, finals in by_point.items():
         entry: dict[str, Any] = {"point": points[label], "runs": len(finals)}
         for m in (*TABLE_METRICS, "eval_score"):
+            # Only the runs that have the figure count (a run that never reached SGD has no loss), and `n` says
+            # how many did: a mean over fewer runs than `runs` is not the point's mean over seeds.
             values = [f[m] for f in finals if m in f and math.isfinite(f[m])]
             if values:
                 mean, low, high = t_interval(values)
-                entry[m] = {"mean": mean, "low": low, "high": high}
+                entry[m] = {"mean": mean, "low": low, "high": high, "n": len(values)}
+        missing = len(finals) - entry.get("loss", {}).get("n", 0)
+        if missing:
+            entry["note"] = (f"{missing} of {len(finals)} runs never reached SGD (replay below min_replay_size): "
+                             "their losses are left out")
         table.append(entry)
     return table
+
+
+def table_lines(table: list[dict[str, Any]]) -> list[str]:
+    """The sweep table as text: per grid point each figure's mean, 95% interval and how many runs it is over."""
+    lines = []
+    for entry in table:
+        cells = []
+        for m in (*TABLE_METRICS, "eval_score"):
+            if m in entry:
+                e = entry[m]
+                interval = (f" [{e['low']:.3f}, {e['high']:.3f}]" if e["low"] is not None and e["high"] is not None
+                            else " (no interval from one run)")
+                cells.append(f"{m} {e['mean']:.3f}{interval} (n={e['n']})")
+            elif m != "eval_score":
+                cells.append(f"{m} - (n=0)")
+        lines.append(f"{_point_label(entry['point'])} ({entry['runs']} runs): " + "; ".join(cells))
+        if "note" in entry:
+            lines.append(f"  {entry['note']}")
+    return lines
 
 
 def plot_sweep(sweep_dir: Path, record: dict[str, Any]) -> Path:
@@ -506,12 +498,17 @@ def plot_sweep(sweep_dir: Path, record: dict[str, Any]) -> Path:
     warnings.filterwarnings("ignore", "Mean of empty slice", RuntimeWarning)
     has_eval = any(evals for runs in curves.values() for _, evals in runs)
     fig, axes = plt.subplots(1, 2 if has_eval else 1, figsize=(11 if has_eval else 6, 4), squeeze=False)
+    empty = []  # grid points none of whose runs has a loss to draw
     for label, runs in curves.items():
         steps = [row["step"] for row in runs[0][0]]
         n = min(len(rows) for rows, _ in runs)
         losses = np.array([[row["loss"] for row in rows[:n]] for rows, _ in runs], np.float64)
+        if not np.isfinite(losses).any():
+            empty.append(label)
         mean = np.nanmean(losses, axis=0) if np.isfinite(losses).any() else losses[0]
-        (line,) = axes[0, 0].plot(steps[:n], mean, label=f"{label} ({len(runs)} seeds)")
+        with_loss = int(np.isfinite(losses).any(axis=1).sum())  # the band and mean are over these runs only
+        seeds = f"{len(runs)} seeds" if with_loss == len(runs) else f"{with_loss} of {len(runs)} seeds have a loss"
+        (line,) = axes[0, 0].plot(steps[:n], mean, label=f"{label} ({seeds})")
         axes[0, 0].fill_between(steps[:n], np.nanmin(losses, axis=0), np.nanmax(losses, axis=0),
                                 color=line.get_color(), alpha=0.2)
         if has_eval and all(evals for _, evals in runs):
@@ -522,6 +519,12 @@ def plot_sweep(sweep_dir: Path, record: dict[str, Any]) -> Path:
             axes[0, 1].fill_between(xs, scores.min(axis=0), scores.max(axis=0), color=line.get_color(), alpha=0.2)
     axes[0, 0].set(xlabel="loop step", ylabel="training loss", title="loss: mean over seeds, band min-max")
     axes[0, 0].legend(fontsize=7)
+    if empty:  # say why the panel (or a curve) is empty rather than leave a blank plot
+        why = f"no loss for {', '.join(empty)}:\nno run reached SGD\n(replay below min_replay_size)"
+        axes[0, 0].text(0.5, 0.5, why, transform=axes[0, 0].transAxes, ha="center", va="center", fontsize=8, wrap=True)
     if has_eval:
         axes[0, 1].set(xlabel="loop step", ylabel="score", ylim=(0, 1), title="evaluation score")
+        if not all(all(evals for _, evals in runs) for runs in curves.values()):
+            axes[0, 1].text(0.5, 0.05, "points where a run has no evaluation are left out",
+                            transform=axes[0, 1].transAxes, ha="center", fontsize=8)
     return save_figure(fig, sweep_dir / "sweep.png", dpi=100)

@@ -54,8 +54,10 @@ def test_arena_round_robin_jax_agents(models, tmp_path, capsys):
                                                                      ("connect_four:2", "connect_four:policy")]
     assert not (tmp_path / "a2" / "games").exists()
     capsys.readouterr()
-    assert main(["arena", "random", "mcts:2", "--game", "connect_four", "--games", "3"]) == 2
-    assert "--games must be a positive even number" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as refused:  # argparse's own refusal: one line, exit status 2
+        main(["arena", "random", "mcts:2", "--game", "connect_four", "--games", "3"])
+    assert refused.value.code == 2
+    assert "argument --games: must be a positive even number" in capsys.readouterr().err
     assert main(["arena", "random", "uci:stockfish", "--game", "connect_four", "--games", "2"]) == 2
     assert "plays chess, not connect_four" in capsys.readouterr().err
     assert main(["arena", "random", "gtp:/nonexistent/engine", "--game", "go_9x9"]) == 2

@@ -4,29 +4,108 @@ complete games against GNU Go (GTP) and Stockfish (UCI) when they are installed.
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import math
+import os
+import queue
+import shutil
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TextIO
 
 import chess
 import chess.pgn
+import numpy as np
 import pytest
 
 from azjax.cli import main
 from azjax.engines.engine import Engine
 from azjax.engines.gtp import GTPEngine
 from azjax.engines.lc0 import cp_from_q, format_table
+from azjax.engines.loading import EngineDefaults, EngineLoad, start_engine
+from azjax.engines.position import Position
 from azjax.engines.uci import UCIEngine
 
 VISITS = 4  # the eval_simulations of the untrained `models` (conftest.py)
+WAIT = 300.0  # seconds before a missing answer fails a test: a hang guard, never a timing assertion
 
 
-def gtp_session(engine: Engine, commands: str) -> list[str]:
+def gtp_session(engine: Engine | EngineLoad, commands: str) -> list[str]:
     out = io.StringIO()
     GTPEngine(engine, io.StringIO(commands), out).run()
     text = out.getvalue()
     assert text.endswith("\n\n")
     return text[:-2].split("\n\n")
+
+
+class LineQueue(io.TextIOBase):
+    """An engine's output stream: each complete line goes into `lines` as it is written."""
+
+    def __init__(self) -> None:
+        self.lines: queue.Queue[str] = queue.Queue()
+        self._partial = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        *done, self._partial = (self._partial + text).split("\n")
+        for line in done:
+            self.lines.put(line)
+        return len(text)
+
+
+class Session:
+    """An engine server's `run()` in a thread: commands go in through a pipe, answers come out line by line through
+    a queue (a reader, not select + readline, which loses lines already buffered)."""
+
+    def __init__(self, server: Callable[[TextIO, TextIO], GTPEngine | UCIEngine]):
+        read_fd, write_fd = os.pipe()
+        self._inp = open(read_fd, encoding="utf-8")  # noqa: SIM115 (closed when the server's loop ends)
+        self._writer = open(write_fd, "w", encoding="utf-8")  # noqa: SIM115
+        self._out = LineQueue()
+        self._thread = threading.Thread(target=server(self._inp, self._out).run, daemon=True)
+        self._thread.start()
+
+    def send(self, line: str) -> None:
+        self._writer.write(line + "\n")
+        self._writer.flush()
+
+    def line(self) -> str:
+        return self._out.lines.get(timeout=WAIT)
+
+    def gtp_reply(self) -> str:
+        lines = [self.line()]
+        while lines[-1]:
+            lines.append(self.line())
+        return "\n".join(lines[:-1])
+
+    def until(self, last: Callable[[str], bool]) -> list[str]:
+        lines = [self.line()]
+        while not last(lines[-1]):
+            lines.append(self.line())
+        return lines
+
+    def close(self) -> None:
+        self._writer.close()
+        self._thread.join(WAIT)
+        self._inp.close()
+
+
+def held_load(engine: Engine) -> tuple[EngineLoad, threading.Event]:
+    """A load of `engine` that lasts until the returned event is set: a deliberately slow network."""
+    release = threading.Event()
+
+    def build() -> Engine:
+        release.wait()
+        return engine
+
+    return EngineLoad(build, EngineDefaults(game=engine.game.name, visits=engine.visits, n_scl=engine.n_scl)), release
 
 
 # ---------------------------------------------------------------- engine statistics
@@ -158,6 +237,39 @@ def test_gtp_go_commands(models):
     assert r.stats[0].pv[0] == r.best_move
 
 
+def long_go_game(game, num_moves: int, seed: int = 0) -> list[str]:  # noqa: ANN001
+    """`num_moves` random legal moves of a Go game that none of them ends: board moves, a pass only where none is
+    legal (a random pass would, sooner or later, meet the other side's only move, a pass, and end the game)."""
+    rng = np.random.default_rng(seed)
+    pos = Position(game)
+    pass_action = game.num_actions - 1
+    while len(pos.moves) < num_moves:
+        legal = np.flatnonzero(np.asarray(pos.state.legal_action_mask))
+        board = legal[legal != pass_action]
+        pos.play_action(int(rng.choice(board)) if board.size else pass_action)
+        assert not pos.is_over, f"the random game ended after {len(pos.moves)} moves: pick another seed"
+    return pos.moves
+
+
+def test_gtp_go_game_runs_past_pgx_s_162_move_cap(models):
+    """pgx ends 9x9 Go after 162 moves; the engine's game goes on: `play` (passes too) and `genmove` past move 162,
+    the network reading positions past pgx's cap, and the final score of the game's own end."""
+    e = Engine.from_checkpoint(str(models["go_9x9"]))
+    moves = long_go_game(e.game, 170)
+    colours = ["b" if i % 2 == 0 else "w" for i in range(172)]
+    r = gtp_session(e, "\n".join(["boardsize 9", "clear_board", "komi 7.5"]
+                                 + [f"play {c} {m}" for c, m in zip(colours, moves, strict=False)]
+                                 + [f"play {colours[170]} pass", f"genmove {colours[171]}", "final_score",
+                                    "quit"]) + "\n")
+    assert r[: 3 + 170] == ["="] * (3 + 170)
+    played = r[3 + 170 :]
+    assert played[0] == "=" and played[1][:2] == "= " and played[2][:4] in ("= B+", "= W+") and played[3] == "="
+    engine_move = played[1][2:]
+    assert engine_move == "pass" or engine_move[0] in "ABCDEFGHJ"
+    assert len(e.position.moves) == 172 and not e.position.cut_short
+    assert e.position.is_over == (engine_move == "pass")  # two passes: the game's own end, not a cap
+
+
 def test_gtp_chess_moves(models):
     e = Engine.from_checkpoint(str(models["chess"]))
     r = gtp_session(e, "play w e2e4\ngenmove b\nplay w e7e5\nplay b e7e5\nboardsize 8\nshowboard\nquit\n")
@@ -172,7 +284,7 @@ def test_gtp_chess_moves(models):
 # ---------------------------------------------------------------- UCI
 
 
-def uci_session(engine: Engine, commands: list[str]) -> list[str]:
+def uci_session(engine: Engine | EngineLoad, commands: list[str]) -> list[str]:
     out = io.StringIO()
     UCIEngine(engine, io.StringIO("\n".join(commands) + "\n"), out).run()
     return out.getvalue().splitlines()
@@ -233,6 +345,118 @@ def test_uci_full_command_set(models):
 def test_uci_refuses_other_games(models):
     with pytest.raises(ValueError, match="UCI is for chess"):
         UCIEngine(Engine.from_checkpoint(str(models["connect_four"])), io.StringIO(), io.StringIO())
+
+
+# ---------------------------------------------------------------- start-up: the network loads in the background
+
+
+def test_gtp_answers_the_handshake_before_the_network_is_loaded(models):
+    engine = Engine.from_checkpoint(str(models["connect_four"]))
+    load, release = held_load(engine)
+    session = Session(lambda inp, out: GTPEngine(load, inp, out))
+    for command in ("1 protocol_version", "2 name", "3 version", "4 known_command genmove", "5 list_commands"):
+        session.send(command)
+    replies = [session.gtp_reply() for _ in range(5)]
+    assert not load.done  # every answer came while the network was still loading
+    assert replies[:2] == ["=1 2", "=2 azjax"] and replies[2].startswith("=3 ") and replies[3] == "=4 true"
+    assert replies[4].startswith("=5 ") and "genmove" in replies[4].split("\n")
+    session.send("6 genmove b")  # needs the network: answered once it is loaded
+    release.set()
+    reply = session.gtp_reply()
+    assert reply[:3] == "=6 " and reply[3:] in list("1234567") and load.done
+    session.close()
+
+
+def test_uci_answers_uci_before_the_network_is_loaded_and_isready_after(models):
+    engine = Engine.from_checkpoint(str(models["chess"]))
+    load, release = held_load(engine)
+    session = Session(lambda inp, out: UCIEngine(load, inp, out))
+    session.send("uci")
+    lines = session.until(lambda line: line == "uciok")
+    assert not load.done and lines[0] == "id name azjax"
+    assert f"option name Visits type spin default {VISITS} min 1 max 8192" in lines
+    session.send("isready")
+    release.set()
+    assert session.line() == "readyok" and load.done
+    session.close()
+
+
+def test_uci_nps_counts_the_search_alone_not_loading_or_compiling(models):
+    """A fake clock that jumps 100 s while the network loads and while a search compiles: the info line's nps is
+    the visits over the search's own (fake) milliseconds."""
+    engine = Engine.from_checkpoint(str(models["chess"]))
+    now = [0.0]
+
+    def clock() -> float:
+        now[0] += 0.001
+        return now[0]
+
+    compile_search = engine.compile
+
+    def slow_compile(fn, *args):  # noqa: ANN001, ANN202
+        now[0] += 100.0
+        return compile_search(fn, *args)
+
+    def slow_build() -> Engine:
+        now[0] += 100.0
+        return engine
+
+    engine.clock, engine.compile = clock, slow_compile
+    load = EngineLoad(slow_build, EngineDefaults(game="chess", visits=VISITS, n_scl=None))
+    # 3 visits: a search size no other test compiles, so this one compiles it (through slow_compile)
+    lines = uci_session(load, ["setoption name Visits value 3", "position startpos", "go", "isready", "quit"])
+    info = next(line.split() for line in lines if line.startswith("info depth"))
+    nodes, nps = int(info[info.index("nodes") + 1]), int(info[info.index("nps") + 1])
+    assert engine.compile_seconds >= 100.0 and nodes == 3
+    assert nps > nodes  # the search took under one (fake) second; with the compile or the load in it, nps would be 0
+
+
+def corrupt_checkpoints(models, tmp_path: Path) -> dict[str, Path]:  # noqa: ANN001
+    """Chess checkpoints whose config reads but whose parameters do not load: garbage bytes, and Connect Four's."""
+    out = {}
+    for name, params in (("corrupt", b"\x00 not msgpack"), ("mismatched", None)):
+        out[name] = tmp_path / name
+        out[name].mkdir()
+        shutil.copy(models["chess"] / "config.json", out[name] / "config.json")
+        if params is None:
+            shutil.copy(models["connect_four"] / "params.msgpack", out[name] / "params.msgpack")
+        else:
+            (out[name] / "params.msgpack").write_bytes(params)
+    return out
+
+
+def test_a_checkpoint_that_fails_to_load_in_the_background_is_one_line_not_a_traceback(models, tmp_path):
+    for name, path in corrupt_checkpoints(models, tmp_path).items():
+        args = argparse.Namespace(checkpoint=str(path), visits=None, n_scl=None, search=None, seed=0)
+        err = io.StringIO()
+        lines = uci_session(start_engine(args, "uci", err=err), ["uci", "isready", "go nodes 4", "quit"])
+        said = err.getvalue().splitlines()
+        assert len(said) == 1 and said[0].startswith(f"azjax uci: error: cannot load checkpoint {path}: "), said
+        why = "is corrupt or not a parameter file" if name == "corrupt" else "does not match its config's network"
+        assert why in said[0]
+        error = f"info string error: {said[0][len('azjax uci: error: '):]}"
+        assert lines[-4:] == ["uciok", error, "readyok", error]  # `go` gets the error, and no bestmove
+        err = io.StringIO()
+        r = gtp_session(start_engine(args, "gtp", err=err), "name\ngenmove b\nquit\n")
+        assert r[0] == "= azjax" and r[1] == f"? {said[0][len('azjax uci: error: '):]}" and r[2] == "="
+        assert len(err.getvalue().splitlines()) == 1
+
+
+def test_engine_commands_start_fast_and_fail_in_one_line(models, tmp_path, capsys):
+    """The real `azjax uci` / `azjax gtp`: a missing config fails at once; `uci` then `quit` during the load exits
+    cleanly; a corrupt parameter file is one line on stderr, an error answer, and exit code 2."""
+    assert main(["uci", "--checkpoint", str(tmp_path / "nowhere")]) == 2
+    assert "neither a run directory nor an exported model" in capsys.readouterr().err
+    command = [sys.executable, "-m", "azjax.cli"]
+    quick = subprocess.run([*command, "uci", "--checkpoint", str(models["chess"])], input="uci\nquit\n",
+                           capture_output=True, text=True, timeout=WAIT)
+    assert quick.returncode == 0 and "uciok" in quick.stdout.splitlines() and "Traceback" not in quick.stderr
+    corrupt = corrupt_checkpoints(models, tmp_path)["corrupt"]
+    bad = subprocess.run([*command, "gtp", "--checkpoint", str(corrupt)], input="1 name\n2 genmove b\nquit\n",
+                         capture_output=True, text=True, timeout=WAIT)
+    errors = [line for line in bad.stderr.splitlines() if not line.startswith("JAX compilation cache")]
+    assert bad.returncode == 2 and len(errors) == 1 and errors[0].startswith("azjax gtp: error: cannot load")
+    assert bad.stdout.split("\n\n")[:3] == ["=1 azjax", f"?2 {errors[0][len('azjax gtp: error: '):]}", "="]
 
 
 # ---------------------------------------------------------------- analyze

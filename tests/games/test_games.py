@@ -6,7 +6,6 @@ Every jitted function is built once per module (fixtures below) to keep compile 
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections import Counter
 from collections.abc import Callable
@@ -17,6 +16,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from outside_programs import outside_program
 
 from azjax.games import (
     DEFAULT_KOMI,
@@ -28,6 +28,7 @@ from azjax.games import (
     GameState,
     board_lead_black,
     make_game,
+    play_max_moves,
 )
 
 Step = Callable[[GameState, Any], GameState]
@@ -94,6 +95,49 @@ def test_make_game_errors() -> None:
         make_game("go_7x7", start="queen_odds")
     assert make_game("go_9x9", komi=-0.5).komi == -0.5
     assert make_game("go_7x7", komi=0.5).komi == 0.5
+
+
+# ---------------------------------------------------------------- Go: the move cap
+
+
+def test_played_go_allows_far_more_moves_than_pgx_s_cap_that_self_play_keeps() -> None:
+    """Engines and arenas (`game_named`) play Go past pgx's size² x 2 moves with the same network input; self-play
+    (`config_game`) keeps pgx's cap; chess is one game for both."""
+    from azjax.build import config_game, game_named
+    from azjax.config import Config
+
+    for name, pgx_cap in (("go_7x7", 98), ("go_9x9", 162)):
+        played, selfplay = game_named(name), config_game(Config(game=name))
+        assert selfplay.max_moves == make_game(name).max_moves == pgx_cap
+        assert played.max_moves == play_max_moves(name) == 4 * pgx_cap
+        assert played.observation_shape == selfplay.observation_shape and played.num_actions == selfplay.num_actions
+    assert play_max_moves("chess") is None and game_named("chess") is config_game(Config(game="chess"))
+    with pytest.raises(ValueError, match="max_moves applies to Go only"):
+        make_game("chess", max_moves=600)
+
+
+def test_go_game_stopped_by_the_move_cap_is_cut_short_and_scored_where_it_stands() -> None:
+    """7x7 capped at 4 moves: four stones end the game at the cap, cut short and scored by area with its komi; two
+    passes on the cap's move are the game's own end; a running game is neither."""
+    game = make_game("go_7x7", komi=0.5, max_moves=4)
+    step, cut_short = jax.jit(game.step), jax.jit(game.cut_short)
+
+    def play(moves: list[str]) -> GameState:
+        state = game.init(jax.random.PRNGKey(0))
+        for m in moves:
+            state = step(state, jnp.int32(game.parse_action(state, m)))
+        return state
+
+    running = play(["D4", "E4", "D3"])
+    assert not bool(running.terminated) and not bool(cut_short(running))
+    for moves, black_lead in ((["D4", "E4", "D3", "E3"], 0), (["D4", "E4", "D3", "pass"], 1)):
+        capped = play(moves)
+        assert bool(capped.terminated) and bool(cut_short(capped))
+        black = int(capped.env._player_order[0])  # Black's player id
+        assert float(game.black_margin(capped)) == black_lead - 0.5
+        assert float(capped.rewards[black]) == (1.0 if black_lead - 0.5 > 0 else -1.0)
+    ended = play(["D4", "E4", "pass", "pass"])
+    assert bool(ended.terminated) and not bool(cut_short(ended))
 
 
 # ---------------------------------------------------------------- Go: komi per game, hand-counted
@@ -195,7 +239,6 @@ def test_go_notation(go7: Game) -> None:
 
 # ---------------------------------------------------------------- Go: scores against GNU Go
 
-GNUGO = "/usr/games/gnugo"
 # --level 1 only makes GNU Go's own moves cheaper; scoring is unaffected.
 GNUGO_ARGS = ["--mode", "gtp", "--chinese-rules", "--capture-all-dead", "--positional-superko", "--never-resign",
               "--seed", "1", "--boardsize", "9", "--level", "1"]
@@ -205,7 +248,8 @@ class GTP:
     """A minimal GTP client for one GNU Go process."""
 
     def __init__(self, komi: float) -> None:
-        self.proc = subprocess.Popen([GNUGO, *GNUGO_ARGS], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen([outside_program("gnugo"), *GNUGO_ARGS], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True)
         self("clear_board")
         self(f"komi {komi}")
 
@@ -246,8 +290,7 @@ def _gnugo_margin(score: str) -> float:
 
 @pytest.fixture(scope="module")
 def go9() -> tuple[Game, Step]:
-    if not os.path.exists(GNUGO):
-        pytest.skip(f"GNU Go not installed ({GNUGO} missing): cannot cross-check Go scoring")
+    outside_program("gnugo")  # skips the module's GNU Go cross-checks where it is missing (fails them in CI)
     game = make_game("go_9x9")
     return game, jax.jit(jax.vmap(game.step))
 
@@ -566,6 +609,19 @@ def test_chess_adjudication_margin_decides_small_edges() -> None:
         assert float(end.rewards[int(end.current_player)]) == expected  # Black to move, a knight up
 
 
+@pytest.mark.parametrize("margin, expected", [(3.0, 1.0), (4.0, 0.75), (9.0, 1.0 / 3.0)])
+def test_chess_proportional_adjudication_scores_the_lead_in_units_of_the_margin(margin: float,
+                                                                                 expected: float) -> None:
+    """A knight up (3 pawns) scores 3 / margin, clipped at a win, for the side ahead and its negation for the other."""
+    game = make_game("chess", start="knight_odds", adjudicate_plies=1, adjudicate_margin=margin,
+                     adjudicate_result="proportional")
+    (end,) = _play_uci(game, ["e2e4"], start=ODDS_FENS["knight_odds"])
+    ahead = int(end.current_player)  # Black to move, a knight up
+    assert bool(end.terminated)
+    assert float(end.rewards[ahead]) == pytest.approx(expected)
+    assert float(end.rewards[1 - ahead]) == pytest.approx(-expected)
+
+
 def test_chess_adjudication_keeps_real_endings() -> None:
     """A mate is scored by the rules, not by material: White mates with a rook against three pawns, 2 pawns
     ahead, which at margin 3 material would call a draw."""
@@ -580,6 +636,7 @@ def test_chess_adjudication_keeps_real_endings() -> None:
     (dict(name="go_7x7", adjudicate_plies=100), "material adjudication applies to chess only"),
     (dict(name="chess", adjudicate_plies=512), r"adjudicate_plies must be in \[0, 512\)"),
     (dict(name="chess", adjudicate_plies=-1), r"adjudicate_plies must be in \[0, 512\)"),
+    (dict(name="chess", adjudicate_plies=100, adjudicate_result="sign"), "adjudicate_result must be one of"),
 ])
 def test_chess_adjudication_bad_settings_are_named(kwargs: dict[str, Any], message: str) -> None:
     name = kwargs.pop("name")

@@ -18,6 +18,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import load_script
+from outside_programs import outside_program
 from scipy import integrate, stats
 
 from azjax.config import Config, preset
@@ -26,7 +27,6 @@ from azjax.methods import sai
 from azjax.methods import start_states as ss
 from azjax.search import ParentAwareEvaluator, SearchSpec, run_search
 
-GNUGO = "/usr/games/gnugo"
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -246,9 +246,9 @@ WALLS_LEAD = 1
 WALLS_KOMIS = [-3.5, -0.5, 0.5, 1.5, 7.5, 9.5]
 
 
-def _gnugo_final_score(komi: float, moves: list[str]) -> float:
-    """Black's margin by GNU Go's `final_score` after `moves` (alternating from Black) on 7x7."""
-    args = [GNUGO, "--mode", "gtp", "--chinese-rules", "--capture-all-dead", "--positional-superko",
+def _gnugo_final_score(gnugo: str, komi: float, moves: list[str]) -> float:
+    """Black's margin by GNU Go (at path `gnugo`)'s `final_score` after `moves` (alternating from Black) on 7x7."""
+    args = [gnugo, "--mode", "gtp", "--chinese-rules", "--capture-all-dead", "--positional-superko",
             "--never-resign", "--seed", "1", "--boardsize", "7", "--level", "1"]
     colors = ["b", "w"]
     commands = ["clear_board", f"komi {komi}"] + [f"play {colors[i % 2]} {m}" for i, m in enumerate(moves)]
@@ -280,10 +280,9 @@ def test_per_game_komi_scoring(go7: Game, go7_step) -> None:
     kbar = sai.signed_komi(before_end.komi, black)
     rho = np.asarray(sai.winrate(jnp.float32(WALLS_LEAD), 50.0, kbar))
     np.testing.assert_array_equal(2 * rho - 1, black_reward)
-    if not os.path.exists(GNUGO):
-        pytest.skip(f"GNU Go not installed ({GNUGO} missing): hand count checked, GNU Go cross-check skipped")
+    gnugo = outside_program("gnugo")  # the hand count above is checked either way
     for komi in WALLS_KOMIS:
-        assert _gnugo_final_score(komi, WALLS) == WALLS_LEAD - komi, komi
+        assert _gnugo_final_score(gnugo, komi, WALLS) == WALLS_LEAD - komi, komi
 
 
 # ---------------------------------------------------------------- komi of new games

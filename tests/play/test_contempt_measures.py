@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from conftest import load_script
+from outside_programs import outside_program
 
 from azjax.games import GameState, chess_state_from_fen
 from azjax.play.material import adjudicate_by_material, capture_values, material_diff, material_evaluator
@@ -29,7 +30,6 @@ from azjax.play.selfplay_stats import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-STOCKFISH = "/usr/games/stockfish"
 
 
 # ---------------------------------------------------------------- statistics
@@ -248,17 +248,17 @@ def test_odds_match_search_opponent(tmp_path):
         assert {"wins", "draws", "losses", "score", "threshold_pawns"} <= set(r["adjudicated"])
 
 
-@pytest.mark.skipif(not os.path.exists(STOCKFISH), reason=f"Stockfish not installed at {STOCKFISH}")
 def test_odds_match_stockfish(tmp_path):
+    stockfish = outside_program("stockfish")
     odds = load_script("odds_match")
-    with odds.UCIClient([STOCKFISH], options={"Skill Level": 0}) as engine:
+    with odds.UCIClient([stockfish], options={"Skill Level": 0}) as engine:
         move = odds.engine_move(engine, START, 5)
         assert move is not None and len(move) in (4, 5)
         assert odds.engine_move(engine, "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1", 5) is None  # stalemate: no move
     assert engine.process.proc.poll() is not None  # closed
     out = tmp_path / "odds_sf.json"
     argv = ["--start", "queen_odds", "--budgets", "4", "--methods", "contempt", "--n_scl", "2", "--games", "2",
-            "--opponent", "stockfish",
+            "--opponent", "stockfish", "--stockfish", stockfish,
             "--skill", "0", "--movetime_ms", "5", "--max_moves", "4", "--out", str(out)]  # fmt: skip
     assert odds.main(argv) == 0
     summary = json.loads(out.read_text())

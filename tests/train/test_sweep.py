@@ -17,9 +17,9 @@ from azjax.cli import main
 from azjax.config import preset
 from azjax.train import load_metrics
 from azjax.train.loop import Trainer
+from azjax.train.plan import MemoryPlanError
 from azjax.train.sweep import (
     Sweep,
-    SweepMemoryError,
     default_batching,
     grid_runs,
     group_programs,
@@ -197,9 +197,9 @@ def test_a_sweep_on_two_devices_splits_runs_or_games_and_computes_the_same():
 
 def test_a_sweep_that_will_not_fit_is_refused_before_compiling_naming_what_to_shrink(tiny_overrides):
     configs = [preset("connect_four", **tiny_overrides, seed=s) for s in (0, 1)]
-    with pytest.raises(SweepMemoryError, match="replay_size"):
+    with pytest.raises(MemoryPlanError, match="replay_size"):
         Sweep(configs, memory_limit=100_000)
-    assert Sweep(configs).memory_estimate["runs_per_device"] == 2
+    assert Sweep(configs).plan.runs == 2
 
 
 def test_resuming_a_stopped_sweep_gives_the_same_metrics(tmp_path, tiny_overrides):
@@ -239,7 +239,7 @@ def test_sweep_from_the_command_line_writes_runs_a_table_and_curves(tmp_path, ti
     assert record["grid"] == {"value_target_q_weight": [0.0, 0.5]} and len(record["runs"]) == 4
     assert record["programs"] == [[0, 1, 2, 3]]
     assert [row["runs"] for row in record["table"]] == [2, 2]
-    assert all(set(row["loss"]) == {"mean", "low", "high"} and row["loss"]["low"] <= row["loss"]["mean"]
+    assert all(set(row["loss"]) == {"mean", "low", "high", "n"} and row["loss"]["low"] <= row["loss"]["mean"]
                for row in record["table"])
     assert (tmp_path / "sw" / "sweep.png").stat().st_size > 0
     for k in range(4):

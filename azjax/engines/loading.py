@@ -1,0 +1,131 @@
+"""An engine's network loaded in the background, as lc0 loads its own: GTP and UCI answer the handshake at once
+(`uci` -> `uciok`; `protocol_version`, `name`, `version`, `known_command`, `list_commands`), and a command that
+needs the network waits for it.
+
+    load = start_engine(args, "uci")   # reads the checkpoint's config now; parameters and engine in a thread
+    load.defaults.visits               # known before the network: the `uci` options' defaults
+    engine = load.get()                # waits; raises EngineLoadError (one line) if the load failed
+
+A config that is missing or invalid fails at once (the command's usual one-line error and exit code 2); a
+parameter file found corrupt or unlike its config's network during the background load is reported as one line on
+stderr when it is found, and to every later command that needs the network (GTP `? cannot load ...`, UCI
+`info string error: cannot load ...`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from azjax.engines.engine import Engine
+
+
+def one_line(message: str, limit: int = 300) -> str:
+    """An error message fit for a one-line reply (GTP `?`, UCI `info string`): a newline inside would end the reply
+    early; echoed input may be megabytes long."""
+    message = " ".join(message.split())
+    return message if len(message) <= limit else message[: limit - 3] + "..."
+
+
+class EngineLoadError(ValueError):
+    """The background load failed; the message is one line."""
+
+
+@dataclasses.dataclass(frozen=True)
+class EngineDefaults:
+    """What the handshake tells before the network is loaded.
+
+    Attributes:
+      game: the checkpoint's game (`go_9x9`, `chess`, ...).
+      visits: simulations per search (`--visits`, else the config's `eval_simulations`).
+      n_scl: the search-contempt node limit (None: off).
+    """
+
+    game: str
+    visits: int
+    n_scl: int | None
+
+
+class EngineLoad:
+    """An engine being built by `build` in a daemon thread (started at once).
+
+    Args:
+      build: makes the engine (reads parameters, builds the network and the start position).
+      defaults: what the handshake reports before the engine exists.
+      what: names the source in error messages (`checkpoint DIR`).
+      err: where a failed load is reported when it happens (default stderr), with `prefix` before it.
+    """
+
+    def __init__(self, build: Callable[[], Engine], defaults: EngineDefaults, *, what: str = "the checkpoint",
+                 err: TextIO | None = None, prefix: str = ""):
+        self.defaults = defaults
+        self.what = what
+        self.error: str | None = None
+        self._engine: Engine | None = None
+        self._err = err
+        self._prefix = prefix
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._load, args=(build,), name="azjax-engine-load", daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def ready(cls, engine: Engine) -> EngineLoad:
+        """An engine already built (tests, callers that hold one): nothing to wait for."""
+        defaults = EngineDefaults(game=engine.game.name, visits=engine.visits, n_scl=engine.n_scl)
+        return cls(lambda: engine, defaults)
+
+    def _load(self, build: Callable[[], Engine]) -> None:
+        try:
+            self._engine = build()
+        except Exception as e:  # any failure becomes one line: a traceback from a thread would reach the GUI's log
+            reason = str(e) if isinstance(e, (ValueError, OSError)) else f"{type(e).__name__}: {e}"
+            self.error = one_line(f"cannot load {self.what}: {reason}")
+            print(f"{self._prefix}error: {self.error}", file=self._err or sys.stderr, flush=True)
+        finally:
+            self._done.set()
+
+    @property
+    def done(self) -> bool:
+        """The load has ended (the engine is built, or the load failed)."""
+        return self._done.is_set()
+
+    def wait(self) -> bool:
+        """Waits for the load to end; True if it failed (its one-line error was reported when it did)."""
+        self._done.wait()
+        return self._engine is None
+
+    @property
+    def failed(self) -> bool:
+        return self._done.is_set() and self._engine is None
+
+    def get(self) -> Engine:
+        """The engine, once built (waits for the load); raises EngineLoadError if the load failed."""
+        self._done.wait()
+        if self._engine is None:
+            raise EngineLoadError(self.error or f"cannot load {self.what}")
+        return self._engine
+
+
+def start_engine(args: argparse.Namespace, command: str, err: TextIO | None = None) -> EngineLoad:
+    """The engine of `azjax gtp` / `azjax uci` (`args`: checkpoint, visits, n_scl, search, seed), loading in the
+    background. Reads the checkpoint's config first: a missing or invalid config raises ValueError here."""
+    from azjax.checkpoint import load_config
+
+    config = load_config(args.checkpoint)
+    n_scl = config.n_scl if args.n_scl is None else (args.n_scl or None)
+    defaults = EngineDefaults(game=config.game, visits=int(args.visits or config.eval_simulations), n_scl=n_scl)
+    kwargs = dict(visits=args.visits, n_scl=args.n_scl, search=getattr(args, "search", None),
+                  seed=getattr(args, "seed", 0))
+
+    def build() -> Engine:
+        # Imported here: the network and search modules (flax, mctx, orbax) load in the background too.
+        from azjax.engines.engine import Engine
+
+        return Engine.from_checkpoint(args.checkpoint, **kwargs)
+
+    return EngineLoad(build, defaults, what=f"checkpoint {args.checkpoint}", err=err, prefix=f"azjax {command}: ")
