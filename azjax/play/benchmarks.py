@@ -31,8 +31,8 @@ from azjax.play.arena import wilson_interval
 from azjax.play.selfplay_stats import replay_moves
 from azjax.play.tournament import _jit_act  # one jitted act per agent, shared with the arena
 
-# Where the project's shared folder keeps Pons' sets (../shared from the repository); scripts take --data.
-PONS_DATA = "/work/shared/benchmarks/connect_four_pons.jsonl"
+# Pons' six sets, shipped inside the package (azjax/data/README.md: source, format); scripts take --data.
+PONS_DATA = str(Path(__file__).resolve().parents[1] / "data" / "connect_four_pons.jsonl")
 PONS_SETS = ("begin_easy", "begin_medium", "begin_hard", "middle_easy", "middle_medium", "end_easy")
 COLUMNS = 7
 MAX_PLIES = 42
