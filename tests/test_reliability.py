@@ -281,34 +281,37 @@ def test_resume_skips_a_damaged_newest_checkpoint_and_matches_an_uninterrupted_r
                                                                                    capsys):
     from azjax.train import METRIC_COLUMNS
 
-    config = Config(game="connect_four", **{**tiny_overrides, "checkpoint_every": 1})  # 4 steps
+    # 5 steps whose games end and train from step 3: the checkpoint resumed from holds an optimizer state that moved.
+    config = Config(game="connect_four", **{**tiny_overrides, "checkpoint_every": 1, "moves_per_step": 8,
+                                            "sgd_steps_per_step": 2, "num_steps": 5})
     run = tmp_path / "run"
-    train(config, run, progress=False, stop_after=3)  # checkpoints at steps 1, 2 and 3
+    train(config, run, progress=False, stop_after=4)  # checkpoints at steps 1 to 4
 
     def loop_columns() -> list[dict[str, str]]:  # as written (strings: NaN == NaN)
         with open(run / "metrics.csv", newline="") as f:
             return [{k: r[k] for k in METRIC_COLUMNS} for r in csv.DictReader(f)]
 
-    uninterrupted = loop_columns()  # steps 1-3 as a run that never stopped computes them
-    # The newest checkpoint is damaged (a file truncated after the write), and a write of step 4 was cut off.
-    data = max((f for f in (run / "checkpoints" / "3").rglob("*") if f.is_file() and f.name != ckpt.MANIFEST_FILE),
+    uninterrupted = loop_columns()  # steps 1-4 as a run that never stopped computes them
+    # The newest checkpoint is damaged (a file truncated after the write), and a write of step 5 was cut off.
+    data = max((f for f in (run / "checkpoints" / "4").rglob("*") if f.is_file() and f.name != ckpt.MANIFEST_FILE),
                key=lambda f: f.stat().st_size)
     data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
-    (run / "checkpoints" / "4.orbax-checkpoint-tmp-1234").mkdir()
-    (run / "checkpoints" / "2" / ckpt.MANIFEST_FILE).unlink()  # as an older azjax wrote it: still loadable
+    (run / "checkpoints" / "5.orbax-checkpoint-tmp-1234").mkdir()
+    (run / "checkpoints" / "3" / ckpt.MANIFEST_FILE).unlink()  # as an older azjax wrote it: still loadable
     capsys.readouterr()
     train(None, run, resume=True, progress=False)
     out = capsys.readouterr().out
     assert "removing" in out and "unfinished checkpoint write" in out
-    assert f"skipping checkpoint {run.absolute()}/checkpoints/3: " in out and "truncated" in out
-    assert "resumed from step 2" in out
+    assert f"skipping checkpoint {run.absolute()}/checkpoints/4: " in out and "truncated" in out
+    assert "resumed from step 3" in out
     assert not list((run / "checkpoints").glob("*tmp*")) and len(list((run / "checkpoints" / "damaged").iterdir())) == 1
     rows = loop_columns()
-    assert len(rows) == 4 and rows[:3] == uninterrupted  # step 3 computed again from step 2's checkpoint, exactly
+    assert len(rows) == 5 and rows[:4] == uninterrupted  # step 4 computed again from step 3's checkpoint, exactly
+    assert float(rows[2]["sgd_applied"]) > 0 and float(rows[3]["sgd_applied"]) > 0  # through SGD and Adam's state
     (kept,) = run.glob("metrics.csv.before-resume-*")  # the forgotten row is kept aside, not lost
-    assert len(list(csv.DictReader(kept.open()))) == 3
+    assert len(list(csv.DictReader(kept.open()))) == 4
     checkpointer = ckpt.StateCheckpointer(run)
-    assert sorted(checkpointer.manager.all_steps())[-1] == 4
+    assert sorted(checkpointer.manager.all_steps())[-1] == 5
     assert all(checkpointer.check(s) is None for s in checkpointer.manager.all_steps())
 
 
@@ -366,7 +369,10 @@ def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics_and_parameters(tm
     from azjax.cli.soak import soak
 
     # Every field as a flag: the same config as the in-process tests, so the children reuse their compiles.
-    overrides = Config(game="connect_four", **{**tiny_overrides, "checkpoint_every": 1}).to_dict()
+    # Games end and SGD runs from step 3 of the 4: the final parameters compared are trained ones, and a kill after
+    # step 3 makes the resume restore an optimizer state that has moved.
+    overrides = Config(game="connect_four", **{**tiny_overrides, "checkpoint_every": 1, "moves_per_step": 8,
+                                               "sgd_steps_per_step": 2}).to_dict()
     report = soak(tmp_path, overrides, kills=2, seed=3, env=engine_env(), log=lambda m: None)
     assert report["trials_killed"] == 2 and report["resumed"] == 2
     (run,) = report["rounds"]

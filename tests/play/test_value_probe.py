@@ -5,6 +5,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 from flax import struct
 
 from azjax.build import init_params, make_network
@@ -66,5 +67,16 @@ def test_the_probe_measures_both_losses_of_an_untrained_network():
     out = jax.device_get(value_probe(config, game, 4)(params, jax.random.key(1)))
     assert out["visited_states"] >= 4 * 7  # four games of at least seven plies
     assert 1 <= out["search_states"] <= 4
-    for name in ("value_loss_visited", "value_loss_search"):
-        assert 0.0 <= float(out[name]) <= 4.0  # (v - z)^2 with v, z in [-1, 1]
+    # The network's own values: losses of an untrained network, which a constant value of 0 would not give.
+    assert float(out["value_loss_visited"]) != pytest.approx(1.0)
+    # A network whose value head outputs 0 everywhere (its last layer zeroed; the policy as before): each loss is
+    # then mean(z^2) with z in {-1, 0, 1}: the share of its positions whose game was decided. The visited states'
+    # games were all decided here (1 exactly); the search states' greedy play-outs give a whole count of decided ones.
+    head = params["params"]["value_head"]["Dense_1"]
+    silent = {**params, "params": {**params["params"], "value_head": {
+        **params["params"]["value_head"], "Dense_1": jax.tree.map(jnp.zeros_like, head)}}}
+    zero = jax.device_get(value_probe(config, game, 4)(silent, jax.random.key(1)))
+    assert float(zero["value_loss_visited"]) == pytest.approx(1.0)
+    decided = float(zero["value_loss_search"]) * int(zero["search_states"])
+    assert decided == pytest.approx(round(decided)) and 0 <= round(decided) <= int(zero["search_states"])
+    assert float(out["value_loss_visited"]) != float(zero["value_loss_visited"])

@@ -8,7 +8,8 @@ what azjax computes must regenerate them on purpose and say why in its commit:
 
 The tiny configs are those of other tests, so their compiled programs come from the shared cache.
 Regenerated: normalised heads and the one move chooser (issue "Every game learns"); the loop runs again for
-the LayerNorm in the scalar heads' hidden layer (`head_hidden_norm`).
+the LayerNorm in the scalar heads' hidden layer (`head_hidden_norm`); Connect Four's and chess's loops given
+settings whose games end within the 4 steps, so that every golden loop pins trained weights (issue 36).
 """
 
 from __future__ import annotations
@@ -64,8 +65,14 @@ def _golden_loop(cfg) -> dict[str, Any]:
     return {**rows, **_param_digest(state.params)}
 
 
+# Each golden loop trains: its games end within the pinned steps (8 moves a step of Connect Four; chess adjudicated
+# after 12 plies), so SGD runs and the pinned loss and final parameters are those of trained weights.
+CONNECT_FOUR_TRAINS = {"moves_per_step": 8, "sgd_steps_per_step": 2}
+CHESS_TRAINS = {"adjudicate_plies": 12, "sgd_steps_per_step": 2}
+
+
 def test_connect_four_loop_matches_its_golden_run(tiny_overrides: dict) -> None:
-    _check("loop_connect_four", _golden_loop(preset("connect_four", **tiny_overrides)))
+    _check("loop_connect_four", _golden_loop(preset("connect_four", **{**tiny_overrides, **CONNECT_FOUR_TRAINS})))
 
 
 def test_sai_7x7_loop_matches_its_golden_run(sai_tiny_overrides: dict) -> None:
@@ -73,7 +80,16 @@ def test_sai_7x7_loop_matches_its_golden_run(sai_tiny_overrides: dict) -> None:
 
 
 def test_chess_loop_matches_its_golden_run(chess_tiny_overrides: dict) -> None:
-    _check("loop_chess", _golden_loop(preset("chess", **chess_tiny_overrides)))
+    _check("loop_chess", _golden_loop(preset("chess", **{**chess_tiny_overrides, **CHESS_TRAINS})))
+
+
+@pytest.mark.parametrize("name", ["loop_connect_four", "loop_go_7x7_sai", "loop_chess"])
+def test_every_golden_loop_pins_trained_weights(name: str) -> None:
+    """A golden whose steps never ran SGD would pin initialisation and self-play only, not learning."""
+    want = json.loads((DATA / f"{name}.json").read_text())
+    assert max(want["metric_sgd_applied"]) > 0
+    assert all(np.isfinite(loss) for loss, sgd in zip(want["metric_loss"], want["metric_sgd_applied"], strict=True)
+               if sgd > 0)
 
 
 def _evaluator(params: Any, states: Any) -> tuple[jax.Array, jax.Array]:

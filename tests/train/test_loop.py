@@ -237,7 +237,9 @@ def _deterministic(rows):
 
 
 def test_resume_gives_the_same_metrics(tmp_path, tiny_overrides):
-    cfg = preset("connect_four", **{**tiny_overrides, "num_steps": 6, "checkpoint_every": 2})
+    # Games end and SGD runs from the second step: the checkpoint resumed from holds an optimizer state that moved.
+    cfg = preset("connect_four", **{**tiny_overrides, "num_steps": 6, "checkpoint_every": 2, "moves_per_step": 8,
+                                    "sgd_steps_per_step": 2})
     train(cfg, tmp_path / "full", progress=False)
     # Stop after 3 steps (a checkpoint is written at the stop), then resume to the end.
     train(cfg, tmp_path / "cut", progress=False, stop_after=3)
@@ -246,6 +248,8 @@ def test_resume_gives_the_same_metrics(tmp_path, tiny_overrides):
     full, _ = load_metrics(tmp_path / "full")
     cut, _ = load_metrics(tmp_path / "cut")
     assert len(full) == len(cut) == 6
+    assert any(float(r["sgd_applied"]) > 0 for r in full[:3]), "no SGD before the stop: nothing moved to restore"
+    assert (tmp_path / "full" / "params.msgpack").read_bytes() == (tmp_path / "cut" / "params.msgpack").read_bytes()
     a, b = _deterministic(full), _deterministic(cut)
     for ra, rb_ in zip(a, b, strict=True):
         for k in DETERMINISTIC:

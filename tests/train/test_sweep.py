@@ -57,7 +57,8 @@ def swept(configs, steps: int = STEPS, batching: str | None = None):
 def assert_run_matches(sweep, states, sweep_metrics, k, state, metrics):
     for step, (ours, theirs) in enumerate(zip(sweep_metrics, metrics, strict=True)):
         for name, value in theirs.items():
-            np.testing.assert_allclose(ours[name][k], value, rtol=1e-6, equal_nan=True,
+            # atol: vmapped networks run grouped convolutions, whose sums round in another order once trained.
+            np.testing.assert_allclose(ours[name][k], value, rtol=1e-6, atol=1e-6, equal_nan=True,
                                        err_msg=f"run {k}, step {step + 1}, metric {name}")
     for a, b in zip(jax.tree.leaves(sweep.run_state(states, k).params), jax.tree.leaves(state.params), strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-5)
@@ -65,13 +66,15 @@ def assert_run_matches(sweep, states, sweep_metrics, k, state, metrics):
 
 @pytest.mark.parametrize("batching", ["vmap", "unrolled"])
 def test_a_sweep_of_three_seeds_computes_what_three_separate_runs_compute(tiny_overrides, batching):
-    configs = [preset("connect_four", **tiny_overrides, seed=s) for s in (0, 1, 2)]
+    configs = [preset("connect_four", **{**tiny_overrides, **LEARNS}, seed=s) for s in (0, 1, 2)]
     sweep, states, metrics = swept(configs, batching=batching)
     assert sweep.hyper == {}  # seeds alone change no traced value
     for k, config in enumerate(configs):
         assert_run_matches(sweep, states, metrics, k, *separate_run(config))
+    # Every run trained (so the comparison above covers SGD and trained parameters), each on its own games.
+    assert all(metrics[-1]["sgd_applied"][k] > 0 for k in range(3))
     losses = [float(metrics[-1]["loss"][k]) for k in range(3)]
-    assert len(set(losses)) == 3, "the runs did not play different games"
+    assert all(np.isfinite(losses)) and len(set(losses)) == 3, f"the runs did not train on different games: {losses}"
 
 
 @pytest.mark.parametrize("batching", ["vmap", "unrolled"])
