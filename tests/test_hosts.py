@@ -87,6 +87,7 @@ def _finish(procs: list[subprocess.Popen], timeout: float = 600) -> list[str]:
     return outs
 
 
+@pytest.mark.slow
 def test_two_processes_train_like_one_process_with_two_devices(tmp_path, tiny_overrides):
     try:
         port = _free_local_port()

@@ -39,6 +39,7 @@ def test_notebook_is_stored_without_outputs():
     assert not dirty, f"clear the outputs of cells {dirty} before committing the notebook"
 
 
+@pytest.mark.slow
 def test_notebook_runs_top_to_bottom(tmp_path, monkeypatch):
     nb = nbformat.read(NOTEBOOK, as_version=4)
     # The kernel inherits this environment: tiny training, no pip install, azjax from this checkout,

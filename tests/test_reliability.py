@@ -68,6 +68,7 @@ def test_gtp_answers_every_malformed_line_with_a_well_formed_reply(models, game,
     assert report.ok, report.problems
 
 
+@pytest.mark.slow
 def test_uci_answers_every_go_with_a_legal_bestmove_or_an_error(models):
     report = fuzz_uci(engine_argv("uci", models["chess"]), 120, seed=1, timeout=180, env=engine_env(), fens=3,
                       quick=True)
@@ -365,6 +366,7 @@ def test_a_metrics_row_cut_short_by_a_kill_is_dropped_on_reading(tmp_path):
     assert [r["step"] for r in _read_csv(file)] == ["1"]
 
 
+@pytest.mark.slow
 def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics_and_parameters(tmp_path, tiny_overrides):
     from azjax.cli.soak import soak
 

@@ -308,6 +308,7 @@ def test_variants_summary_pairs_seeds_and_reports_the_area_under_each_curve(tmp_
     assert (tmp_path / "v.png").stat().st_size > 0
 
 
+@pytest.mark.slow
 def test_sgd_scan_bench_times_each_form_and_records_its_command(tmp_path):
     out = tmp_path / "sgd_scan.json"
     assert load_script("bench_sgd_scan").main(["--repeats", "2", "--rounds", "1", "--out", str(out)]) == 0

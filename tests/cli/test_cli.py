@@ -35,6 +35,7 @@ def test_tiny_cli_config_is_the_loop_tests_config(tiny_overrides):
         "connect_four", **tiny_overrides)
 
 
+@pytest.mark.slow
 def test_train_eval_export_play(tmp_path, capsys, monkeypatch):
     run = tmp_path / "run"
     assert main(["train", "--game", "connect_four", "--preset", "quick", "--run_dir", str(run), "--num_steps", "4",
@@ -94,6 +95,7 @@ def test_bad_input_gets_a_clear_error(argv, message, capsys, tmp_path, monkeypat
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_bench_quick_writes_json_with_a_phase_breakdown_and_search_scaling(tmp_path):
     out = tmp_path / "bench.json"
     assert main(["bench", "--game", "connect_four", "--quick", "--n_scl", "0", "--breakdown", "--scaling", "4,8",
@@ -112,6 +114,7 @@ def test_bench_quick_writes_json_with_a_phase_breakdown_and_search_scaling(tmp_p
     assert data["command"].startswith("azjax bench --game connect_four --quick")
 
 
+@pytest.mark.slow
 def test_bench_devices_times_the_training_step_on_one_device_and_on_the_cpu_split(tmp_path):
     out = tmp_path / "bench.json"
     env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}

@@ -284,6 +284,7 @@ def test_the_heads_learn_targets_that_no_constant_output_meets():
     assert 0.2 < float(last["ownership_head_active"]) < 0.8 and 0.2 < float(last["score_head_active"]) < 0.8
 
 
+@pytest.mark.slow
 def test_a_tiny_loop_with_the_heads_on_trains_them_from_the_command_line(tmp_path):
     """`--ownership_loss_weight 1.5 --score_loss_weight 0.1`: the run trains, metrics.csv shows the auxiliary
     losses and the heads alive; the same config's loop keeps per-game targets whose score agrees with z."""

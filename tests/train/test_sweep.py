@@ -64,6 +64,7 @@ def assert_run_matches(sweep, states, sweep_metrics, k, state, metrics):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batching", ["vmap", "unrolled"])
 def test_a_sweep_of_three_seeds_computes_what_three_separate_runs_compute(tiny_overrides, batching):
     configs = [preset("connect_four", **{**tiny_overrides, **LEARNS}, seed=s) for s in (0, 1, 2)]
@@ -77,6 +78,7 @@ def test_a_sweep_of_three_seeds_computes_what_three_separate_runs_compute(tiny_o
     assert all(np.isfinite(losses)) and len(set(losses)) == 3, f"the runs did not train on different games: {losses}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batching", ["vmap", "unrolled"])
 def test_a_learning_rate_grid_computes_what_separate_runs_at_each_rate_compute(tiny_overrides, batching):
     base = preset("connect_four", **{**tiny_overrides, **LEARNS})
@@ -130,6 +132,7 @@ def test_fields_that_change_shapes_or_components_split_programs(tiny_overrides):
     assert program_splitters(capped) == ["full_search_prob"]
 
 
+@pytest.mark.slow
 def test_a_run_with_its_switches_off_inside_a_sweep_computes_plain_alphazero(tiny_overrides):
     base = preset("connect_four", **{**tiny_overrides, **LEARNS})
     configs = [base, base.replace(value_target_q_weight=0.5, start_state_prob=0.5, td_lambda=0.7)]
@@ -191,6 +194,7 @@ TWO_DEVICES = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_sweep_on_two_devices_splits_runs_or_games_and_computes_the_same():
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.run([sys.executable, "-c", TWO_DEVICES], capture_output=True, text=True, env=env, timeout=900)
@@ -233,6 +237,7 @@ def test_grids_are_checked_and_name_the_problem(tiny_overrides):
         grid_runs(preset("connect_four", **tiny_overrides), {"learning_rate": [-1.0]}, seeds=1)
 
 
+@pytest.mark.slow
 def test_sweep_from_the_command_line_writes_runs_a_table_and_curves(tmp_path, tiny_overrides, capsys):
     fields = [f"--{k}={v}" for k, v in {**tiny_overrides, **LEARNS, "num_steps": 3}.items()]
     code = main(["sweep", "--no-compile-cache", "--no-progress", "--seeds", "2", "--grid",
