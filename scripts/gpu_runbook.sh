@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The run-book for an hour of a GPU (issue 31): what to measure first, in phases of under 10 minutes each (a lent
+# device runs one command at most 10 minutes), all written to $OUT (default results/gpu/<device kind>/):
+#   plan   `azjax plan --compile` of every game's full preset: memory per device (from shapes and XLA's analysis)
+#          and the cold compile time of the training step                    -> plan_<game>.json
+#   bench  self-play at the full presets of Connect Four, 9x9 Go and chess: ratios to the network-only ceiling and
+#          to the plain mctx loop, search-contempt (n_scl 28) against plain, the phase breakdown -> bench_full.json
+#   start  the first training step of 9x9 `full`, cold (empty compile cache) and warm (cache filled) -> runbook.json
+#   sweep  8 seeds as one jitted program against the same 8 runs one after another              -> bench_sweep.json
+#   train  9x9 `full` trained for $TRAIN_MINUTES minutes (default 8), exported for CPU arenas  -> go_9x9_full/
+#   (no phase, or `all`: every phase in turn). Each phase appends its command and seconds to runbook.json.
+#
+#   bash scripts/gpu_runbook.sh plan bench        # on a GPU, then: start, sweep, train
+#   bash scripts/gpu_runbook.sh --tiny            # toy sizes on any machine, every phase (tests/test_runbook.py)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TINY=0
+phases=()
+for arg in "$@"; do
+  case "$arg" in
+  --tiny) TINY=1 ;;
+  plan|bench|start|sweep|train) phases+=("$arg") ;;
+  all) phases+=(plan bench start sweep train) ;;
+  *) echo "gpu_runbook.sh: unknown argument $arg (phases: plan bench start sweep train all; --tiny)" >&2; exit 2 ;;
+  esac
+done
+[ ${#phases[@]} -gt 0 ] || phases=(plan bench start sweep train)
+KIND=$(python -c "import jax; print(jax.devices()[0].device_kind.replace(' ', '_').replace('/', '_'))")
+OUT=${OUT:-results/gpu/$KIND}
+RUNS=${RUNS:-runs/gpu_runbook}
+TRAIN_MINUTES=${TRAIN_MINUTES:-8}
+mkdir -p "$OUT" "$RUNS"
+
+if [ "$TINY" = 1 ]; then
+  # Small enough to compile and run in seconds on a CPU: the same commands, toy sizes.
+  GAMES=(connect_four)
+  TOY=(--num_blocks 1 --num_channels 8 --num_envs 8 --num_simulations 4 --moves_per_step 2 --replay_size 256
+       --min_replay_size 8 --batch_size 8 --eval_every 0)
+  PLAN_FLAGS=(--preset quick "${TOY[@]}")
+  BENCH_FLAGS=(--quick --game connect_four --rounds 1)
+  SWEEP_FLAGS=(--seeds 2 --steps 2 --other_steps 1 --min_replay_size 8)
+  TRAIN_FLAGS=(--game go_9x9 --preset quick "${TOY[@]}" --num_steps 2 --checkpoint_every 2)
+else
+  GAMES=(connect_four go_9x9 chess)
+  PLAN_FLAGS=(--preset full)
+  BENCH_FLAGS=(--preset full --game connect_four --game go_9x9 --game chess --breakdown --n_scl 28)
+  SWEEP_FLAGS=(--seeds 8 --steps 20)
+  TRAIN_FLAGS=(--game go_9x9 --preset full --minutes "$TRAIN_MINUTES")
+fi
+
+now() { date +%s.%N; }
+
+# Appends {"phase", "command", "seconds"} (from the start time $3 to now) to $OUT/runbook.json.
+record() {
+  python - "$OUT/runbook.json" "$1" "$2" "$3" "$(now)" "$KIND" <<'PY'
+import json, sys
+from pathlib import Path
+path, phase, command, start, end, kind = sys.argv[1:]
+book = json.loads(Path(path).read_text()) if Path(path).exists() else {"device_kind": kind, "phases": []}
+book["phases"].append({"phase": phase, "command": command, "seconds": round(float(end) - float(start), 1)})
+Path(path).write_text(json.dumps(book, indent=1) + "\n")
+PY
+}
+
+# Runs "$@" as phase $phase, timed and recorded.
+timed() {
+  local phase=$1; shift
+  local start; start=$(now)
+  echo "== $phase: $*" >&2
+  "$@"
+  record "$phase" "$*" "$start"
+}
+
+for phase in "${phases[@]}"; do
+  case "$phase" in
+  plan)
+    for game in "${GAMES[@]}"; do
+      timed plan azjax plan --game "$game" "${PLAN_FLAGS[@]}" --compile --out "$OUT/plan_$game.json"
+    done ;;
+  bench)
+    timed bench azjax bench "${BENCH_FLAGS[@]}" --out "$OUT/bench_full.json" ;;
+  start)
+    # The first step twice: with an empty compile cache, then with the cache the first run filled.
+    # runbook.json gets start_cold and start_warm: process start, build, compile (or cache read) and one step.
+    cache=$(mktemp -d)
+    for kind in cold warm; do
+      rm -rf "$RUNS/start_$kind"
+      timed "start_$kind" env AZJAX_CACHE_DIR="$cache" azjax train "${TRAIN_FLAGS[@]}" --num_steps 1 \
+        --run_dir "$RUNS/start_$kind" --no-progress
+    done
+    rm -rf "$cache" ;;
+  sweep)
+    timed sweep python scripts/bench_sweep.py "${SWEEP_FLAGS[@]}" --out "$OUT/bench_sweep.json" ;;
+  train)
+    rm -rf "$RUNS/train" "$OUT/go_9x9_full"
+    timed train azjax train "${TRAIN_FLAGS[@]}" --run_dir "$RUNS/train" --no-progress
+    azjax export "$RUNS/train" "$OUT/go_9x9_full"
+    cp "$RUNS/train/metrics.csv" "$OUT/go_9x9_full/" ;;
+  esac
+done
+echo "run-book output: $OUT" >&2

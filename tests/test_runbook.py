@@ -1,0 +1,38 @@
+"""scripts/gpu_runbook.sh, the commands a lent GPU runs first, works the day a GPU comes: every phase at toy sizes
+on the CPU (`--tiny`), each writing its file and its line of runbook.json."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_the_gpu_runbook_runs_every_phase_at_toy_sizes(tmp_path: Path) -> None:
+    out, runs = tmp_path / "out", tmp_path / "runs"
+    env = {**os.environ, "OUT": str(out), "RUNS": str(runs), "AZJAX_CPU_DEVICES": "1"}
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_runbook.sh"), "--tiny"], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=1200)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    book = json.loads((out / "runbook.json").read_text())
+    assert [p["phase"] for p in book["phases"]] == ["plan", "bench", "start_cold", "start_warm", "sweep", "train"]
+    assert all(p["seconds"] > 0 and p["command"] for p in book["phases"])
+    plan = json.loads((out / "plan_connect_four.json").read_text())
+    assert plan["xla_bytes"] > 0 and plan["compile_s"] > 0
+    assert json.loads((out / "bench_full.json").read_text())
+    assert json.loads((out / "bench_sweep.json").read_text())
+    assert (out / "go_9x9_full" / "params.msgpack").stat().st_size > 0
+    cold, warm = (next(p["seconds"] for p in book["phases"] if p["phase"] == k) for k in ("start_cold", "start_warm"))
+    assert warm < cold  # the second first step read the compile cache the first one filled
+
+
+def test_the_runbook_refuses_an_unknown_phase_in_one_line() -> None:
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_runbook.sh"), "benhc"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "unknown argument benhc" in proc.stderr
