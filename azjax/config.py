@@ -86,6 +86,9 @@ class Config:
     # 0 = off (AlphaZero: no extra heads). A config.json without them is a model saved before they existed (off).
     ownership_loss_weight: float = 0.0
     score_loss_weight: float = 0.0
+    # Warm start (azjax.train.warm_start): a model or run directory whose layers of the same shape this run starts
+    # from (the trunk and the heads' convolutions carry over between board sizes); "" = off (fresh weights).
+    init_from: str = ""
     # self-play and replay
     num_envs: int = 256  # games in flight (over all devices)
     moves_per_step: int = 8  # self-play moves per loop step

@@ -37,6 +37,7 @@ from azjax.train.loop import LoopState, Trainer, local_sizes
 from azjax.train.measures import RunMeasures, measure_columns
 from azjax.train.plan import check_run_fits
 from azjax.train.plots import plot_run
+from azjax.train.warm_start import layers_to_copy, load_source, warm_start
 
 # Columns of metrics.csv. The first group is what the loop computes (identical across a resume);
 # the timing group depends on the machine.
@@ -236,6 +237,11 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
           flush=True)
     trainer = Trainer(config)
     check_run_fits(trainer)  # from shapes, before the step compiles or the run directory is written
+    source = None
+    if config.init_from:  # a missing model, or one whose trunk differs, is refused before anything is written too
+        source = load_source(config)
+        layers_to_copy(jax.eval_shape(trainer._init_local, jax.random.key_data(jax.random.key(0))).params,
+                       source[1], config.init_from)
     if not resume:
         hosts.barrier("azjax-new-run")  # every process has looked before the first one writes
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -255,6 +261,12 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
             start = int(state.step)
             log.truncate(start)
             print(f"resumed from step {start}", flush=True)
+
+    if source is not None and start == 0:
+        params, report = warm_start(jax.device_get(state.params), source, config.init_from)
+        params = jax.tree.map(lambda new, old: jax.device_put(new, old.sharding), params, state.params)
+        state = state.replace(params=params, params_average=params if state.params_average is not None else None)
+        print(report.describe(), flush=True)
 
     measures = RunMeasures(trainer, config, run_dir, start)
     end = config.num_steps if stop_after is None else min(config.num_steps, start + stop_after)

@@ -299,6 +299,8 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
         if sweep_file.exists():
             raise ckpt.CheckpointError(f"{sweep_dir} already holds a sweep; use --resume {sweep_dir} to continue it")
     configs = [c for _, c in runs]
+    if any(c.init_from for c in configs):
+        raise ValueError("init_from (a warm start) is not supported by azjax sweep: its runs start from fresh weights")
     programs = group_programs(configs)
     # Built before anything is written: their checks (device counts, memory) refuse a sweep that cannot run
     # without leaving a sweep directory that would then refuse the corrected command as "already holds a sweep".
