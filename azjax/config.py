@@ -255,6 +255,19 @@ class Config:
     def replace(self, **changes: Any) -> Config:
         return dataclasses.replace(self, **changes)
 
+    @property
+    def replay_ratio(self) -> float:
+        """Positions trained on per position played: SGD samples per loop step over the positions it writes."""
+        return self.sgd_steps_per_step * self.batch_size / (self.num_envs * self.moves_per_step)
+
+    def with_replay_ratio(self, ratio: float) -> Config:
+        """The config with `sgd_steps_per_step` set so that its replay ratio is `ratio` (> 0; rounded to whole SGD
+        steps, at least one)."""
+        if not ratio > 0:
+            raise ValueError(f"replay_ratio must be > 0, got {ratio}")
+        positions = self.num_envs * self.moves_per_step
+        return self.replace(sgd_steps_per_step=max(1, round(ratio * positions / self.batch_size)))
+
     def describe(self) -> str:
         """One `name = value` line per field, for printing at the start of a run."""
         return "\n".join(f"  {k} = {v!r}" for k, v in self.to_dict().items())

@@ -177,3 +177,23 @@ def test_a_saved_config_without_legacy_heads_is_a_model_with_the_old_heads():
     assert Config.from_dict(old).legacy_heads is True
     assert Config.from_json(Config().to_json()).legacy_heads is False
     assert Config().legacy_heads is False and preset("go_7x7", "sai").legacy_heads is False
+
+
+def test_the_replay_ratio_names_positions_trained_per_position_played_and_sets_the_sgd_steps():
+    quick = preset("go_9x9", "quick")  # 2 SGD steps of 256 per 128 games x 8 moves
+    assert quick.replay_ratio == 0.5
+    four = quick.with_replay_ratio(4.0)
+    assert four.sgd_steps_per_step == 16 and four.replay_ratio == 4.0
+    assert quick.with_replay_ratio(0.01).sgd_steps_per_step == 1  # at least one SGD step
+    with pytest.raises(ValueError, match="replay_ratio must be > 0"):
+        quick.with_replay_ratio(0.0)
+
+
+def test_replay_ratio_on_the_command_line_sets_the_steps_and_refuses_both_spellings(tmp_path, capsys):
+    from azjax.cli import main
+
+    out = tmp_path / "plan.json"
+    assert main(["plan", "--game", "go_9x9", "--replay_ratio", "4", "--num_blocks", "1", "--out", str(out)]) == 0
+    assert json.loads(out.read_text())["config"]["sgd_steps_per_step"] == 16
+    assert main(["plan", "--game", "go_9x9", "--replay_ratio", "4", "--sgd_steps_per_step", "3"]) == 2
+    assert "give --replay_ratio or --sgd_steps_per_step, not both" in capsys.readouterr().err

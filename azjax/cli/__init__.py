@@ -167,6 +167,23 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
     return out
 
 
+def _replay_ratio_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--replay_ratio", type=_positive_float, default=None, metavar="R",
+                        help="positions trained on per position played: sets sgd_steps_per_step to "
+                             "R x num_envs x moves_per_step / batch_size (rounded, at least 1)")
+
+
+def _configured(args: argparse.Namespace, game: str, name: str) -> Config:
+    """The preset with the command line's fields, and its `--replay_ratio` where one is given."""
+    overrides = _overrides(args)
+    config = preset(game, name, **overrides)
+    if getattr(args, "replay_ratio", None) is not None:
+        if "sgd_steps_per_step" in overrides:
+            raise ValueError("give --replay_ratio or --sgd_steps_per_step, not both (the ratio sets the steps)")
+        config = config.with_replay_ratio(args.replay_ratio)
+    return config
+
+
 # ---------------------------------------------------------------- train
 
 
@@ -185,8 +202,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     if args.resume:
         from azjax.checkpoint import check_resumable, load_config
 
-        given = [flag for flag, v in (("--game", args.game), ("--preset", args.preset), ("--run_dir", args.run_dir))
-                 if v is not None]
+        given = [flag for flag, v in (("--game", args.game), ("--preset", args.preset), ("--run_dir", args.run_dir),
+                                      ("--replay_ratio", args.replay_ratio)) if v is not None]
         if given:
             raise ValueError(f"--resume continues the run as it was started: give no {', '.join(given)}")
         check_resumable(args.resume)
@@ -197,7 +214,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     else:
         game = "connect_four" if args.game is None else args.game
         name = "quick" if args.preset is None else args.preset
-        config = preset(game, name, **overrides)
+        config = _configured(args, game, name)
         run_dir = args.run_dir or f"runs/{game}_{name}_{time.strftime('%Y%m%d_%H%M%S')}"
         summary = train(config, run_dir, progress=not args.no_progress, time_budget_s=budget)
     last = summary.get("last_eval")
@@ -211,14 +228,14 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     from azjax.train.sweep import grid_runs, parse_grid, run_sweep
 
     if args.resume:
-        if _overrides(args) or args.grid or args.seeds is not None:
+        if _overrides(args) or args.grid or args.seeds is not None or args.replay_ratio is not None:
             raise ValueError("--resume continues a sweep as it was started: give no --grid, --seeds or fields")
         summary = run_sweep(None, args.resume, resume=True, progress=not args.no_progress)
     else:
         from azjax.checkpoint import refuse_model_dir
 
         grid = parse_grid(args.grid or [])
-        base = preset(args.game, args.preset, **_overrides(args))
+        base = _configured(args, args.game, args.preset)
         runs = grid_runs(base, grid, args.seeds if args.seeds is not None else 1)
         sweep_dir = args.run_dir or f"runs/sweep_{args.game}_{args.preset}_{time.strftime('%Y%m%d_%H%M%S')}"
         refuse_model_dir(sweep_dir, f"the sweep directory {sweep_dir}")
@@ -232,7 +249,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     from azjax.train.plan import check_fits, device_memory, plan, render
 
-    config = preset(args.game, args.preset, **_overrides(args))
+    config = _configured(args, args.game, args.preset)
     devices = args.devices or jax.device_count()
     p = plan(config, num_devices=devices, compile_step=args.compile)
     here = jax.devices()[0]
@@ -453,6 +470,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
     p.add_argument("--minutes", type=_positive_float, default=None,
                    help="stop after this much training time, with a checkpoint (continue with --resume)")
+    _replay_ratio_flag(p)
     _config_flags(p)
     p.set_defaults(func=cmd_train)
 
@@ -466,6 +484,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--run_dir", default=None, help="the sweep directory (default: runs/sweep_GAME_PRESET_TIME)")
     p.add_argument("--resume", default=None, metavar="SWEEP_DIR", help="continue a stopped sweep")
     p.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
+    _replay_ratio_flag(p)
     _config_flags(p)
     p.set_defaults(func=cmd_sweep)
 
@@ -479,6 +498,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also compile the step here for XLA's memory analysis and the compile time (minutes on a CPU "
                         "for the full presets)")
     p.add_argument("--out", default=None, help="write the plan as JSON here")
+    _replay_ratio_flag(p)
     _config_flags(p)
     p.set_defaults(func=cmd_plan)
 

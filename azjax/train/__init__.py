@@ -426,6 +426,7 @@ def config_summary(config: Config) -> str:
     name, diff = best
     lines = [f"config: {config.game} preset {name!r}" + (", changed:" if diff else ", unchanged")]
     lines += [f"  {k} = {fields[k]!r}" for k in diff]
+    lines.append(f"  replay ratio {config.replay_ratio:.2f} (positions trained on per position played)")
     return "\n".join(lines)
 
 

@@ -74,9 +74,8 @@ class Plan:
 
     @property
     def replay_ratio(self) -> float:
-        """Positions trained on per position played: SGD samples per loop step / positions written."""
-        c = self.config
-        return c.sgd_steps_per_step * c.batch_size / self.positions_per_step
+        """Positions trained on per position played (`Config.replay_ratio`)."""
+        return self.config.replay_ratio
 
     def fits(self, device_bytes: float) -> bool:
         return self.bytes_per_device <= FIT_FRACTION * device_bytes
