@@ -137,7 +137,15 @@ def commands(tmp: Path, devices: int) -> dict[str, tuple[Tokens, list[Mutation]]
             *config_mutations(split=devices == 2), set_flag("--minutes", ["0", "-1", "x", "nan", "inf"]),
             set_flag("--game", ["go_5x5", ""]), set_flag("--preset", ["huge", ""]),
             set_flag("--run_dir", [model, f"{model}/inside", run]),
+            set_flag("--replay_ratio", ["0", "-1", "x", "nan"]), set_flag("--init_from", ["nowhere", run + "/x"]),
             abbreviated(train_flags), dangling(train_flags), UNKNOWN, DASHED, STRAY,
+        ]),
+        "plan": (["plan", "--game", "connect_four", "--preset", "quick", "--num_blocks", "1"], [
+            *config_mutations(split=False), set_flag("--devices", POSITIVE_BAD),
+            set_flag("--replay_ratio", ["0", "-1", "x", "inf"]), set_flag("--game", ["go_5x5", ""]),
+            set_flag("--preset", ["huge", ""]), set_flag("--out", [f"{model}/plan.json", f"{model}/params.msgpack"]),
+            abbreviated(["--devices", "--compile", "--replay_ratio", "--out"]), dangling(["--devices", "--out"]),
+            UNKNOWN, STRAY,
         ]),
         "train_resume": (["train", "--resume", run, "--no-progress"], [
             replace_at(2, [model, "nowhere", "positions.txt", f"{model}/inside"]),
@@ -241,6 +249,7 @@ def sentinels() -> Any:
     import azjax.play.arena
     import azjax.train
     import azjax.train.bench
+    import azjax.train.plan
     import azjax.train.sweep
     from azjax.build import load_model
 
@@ -252,7 +261,7 @@ def sentinels() -> Any:
         raise Accepted
 
     patches = [(azjax.train, "Trainer", stop), (azjax.train.sweep, "Sweep", stop), (azjax.play.arena, "match", stop),
-               (builtins, "input", stop), (azjax.train.bench, "main", stop),
+               (builtins, "input", stop), (azjax.train.bench, "main", stop), (azjax.train.plan, "plan", stop),
                (azjax.cli.arena, "setup_openings", stop), (azjax.cli.arena, "random_openings", stop),
                (azjax.engines.engine.Engine, "from_checkpoint", staticmethod(engine))]
     saved = [(obj, name, vars(obj)[name]) for obj, name, _ in patches]

@@ -247,18 +247,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     import jax
 
+    from azjax.checkpoint import refuse_model_dir, write_json
     from azjax.train.plan import check_fits, device_memory, plan, render
 
     config = _configured(args, args.game, args.preset)
+    if args.out:
+        refuse_model_dir(args.out, f"--out {args.out}")
     devices = args.devices or jax.device_count()
     p = plan(config, num_devices=devices, compile_step=args.compile)
     here = jax.devices()[0]
     memory = device_memory(here)
     print(render(p, this_machine=(f"this machine ({here.device_kind})", memory)))
     if args.out:
-        from azjax.checkpoint import refuse_model_dir, write_json
-
-        refuse_model_dir(args.out, f"--out {args.out}")
         write_json(args.out, {**p.to_dict(), "config": config.to_dict(), "this_machine_bytes": memory,
                               "command": "azjax " + " ".join(sys.argv[1:])})
         print(f"wrote {args.out}")

@@ -235,11 +235,11 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
     print(f"azjax run {run_dir} ({'resuming' if resume else 'new'}), {jax.device_count()} device(s) "
           f"[{jax.devices()[0].platform}]\n{config_summary(config)} (every field: {run_dir / ckpt.CONFIG_FILE})",
           flush=True)
+    # A missing warm-start model, or one whose trunk differs, is refused before anything is written too.
+    source = load_source(config) if config.init_from else None
     trainer = Trainer(config)
     check_run_fits(trainer)  # from shapes, before the step compiles or the run directory is written
-    source = None
-    if config.init_from:  # a missing model, or one whose trunk differs, is refused before anything is written too
-        source = load_source(config)
+    if source is not None:
         layers_to_copy(jax.eval_shape(trainer._init_local, jax.random.key_data(jax.random.key(0))).params,
                        source[1], config.init_from)
     if not resume:
