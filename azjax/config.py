@@ -394,8 +394,11 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                      dirichlet_alpha=0.3, adjudicate_plies=100, adjudicate_margin=3.0,
                      adjudicate_result="proportional", value_target_q_weight=0.5, swa_decay=0.99,
                      checkpoint_every=100),
-        "full": dict(num_blocks=10, num_channels=128, num_simulations=200, num_envs=1024,
-                     moves_per_step=16, replay_size=500_000, min_replay_size=50_000, batch_size=1024,
+        # Sized to fit 40 GB (A100 40 GB, TPU v4 32 GB): a chess position keeps a 4672-move policy and 119 planes
+        # (48 kB in the replay), and the search tree a full pgx state per node (`azjax plan`: results/plan/). With
+        # 1024 games and 500k positions it needed 56 GiB per device, an 80 GB card.
+        "full": dict(num_blocks=10, num_channels=128, num_simulations=200, num_envs=512,
+                     moves_per_step=16, replay_size=200_000, min_replay_size=50_000, batch_size=1024,
                      sgd_steps_per_step=8, num_steps=50000, temperature_moves=30, eval_every=0,
                      compute_dtype="bfloat16"),
     },
