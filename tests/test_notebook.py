@@ -78,3 +78,24 @@ def test_notebook_runs_top_to_bottom(tmp_path, monkeypatch):
     played = _stdout(_cell(nb, "play"))
     assert "you play 4" in played
     assert "azjax plays" in played
+
+
+@pytest.mark.parametrize("platform, fits, chosen", [("cpu", True, "quick"), ("gpu", True, "full"),
+                                                     ("gpu", False, "quick")])
+def test_the_config_cell_picks_full_on_an_accelerator_it_fits_and_says_so(monkeypatch, capsys, platform, fits,
+                                                                          chosen):
+    import azjax.train.plan as plan_module
+
+    class Device:  # what the cell reads of jax.devices()[0]
+        device_kind = "a device"
+
+    Device.platform = platform
+    monkeypatch.delenv("AZJAX_NOTEBOOK_TINY", raising=False)
+    monkeypatch.setattr(jax, "devices", lambda *a: [Device()])
+    monkeypatch.setattr(plan_module, "device_memory", lambda device: 16 * 2**30)
+    monkeypatch.setattr(plan_module.Plan, "fits", lambda self, size: fits)
+    source = _cell(nbformat.read(NOTEBOOK, as_version=4), "config").source
+    namespace = {"os": os, "Path": Path}
+    exec(source, namespace)  # the cell itself
+    assert namespace["config"].num_envs == (1024 if chosen == "full" else 256)
+    assert f"the {chosen!r} preset" in capsys.readouterr().out
