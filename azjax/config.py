@@ -54,16 +54,16 @@ class Config:
     pb_c_init: float = 1.25  # PUCT
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25
-    n_scl: int | None = None  # search-contempt node limit (METHODS.md section 1); None = plain search
+    n_scl: int | None = None  # search-contempt node limit (docs/methods.md section 1); None = plain search
     temperature_moves: int = 10  # tau = 1 for the first k moves of each trajectory, then greedy
-    # SAI sigmoid-komi values (METHODS.md section 2; Go only); value_head="tanh" = plain AlphaZero
+    # SAI sigmoid-komi values (docs/methods.md section 2; Go only); value_head="tanh" = plain AlphaZero
     value_head: Literal["tanh", "sai"] = "tanh"
     sai_official_komi_share: float = 0.0  # share of new games at the official komi (the rest: sigmoid draws)
     branch_prob: float = 0.025  # C_branch: each position of a finished game starts a branch with this probability
     max_branches: int = 3  # branches per game at most
     sensible_lambda: float = 0.0  # the sensible agent's lambda in [0, 1] (0 = plain winrate)
     start_queue_size: int = 1024  # start states (SAI branch points) waiting for a free game slot (all devices)
-    # Go-Exploit start-state archives (METHODS.md section 3): a trajectory starts at the initial state with
+    # Go-Exploit start-state archives (docs/methods.md section 3): a trajectory starts at the initial state with
     # probability start_state_prob (lambda; 1 = always = AlphaZero), else at a state drawn from an archive of
     # `archive` states (visited: positions played in self-play; search: nodes expanded by full searches).
     start_state_prob: float = 1.0
@@ -73,10 +73,10 @@ class Config:
     # Random openings (azjax.methods.random_openings): each trajectory begins after k uniformly random legal
     # moves from its start, k uniform in 0..random_opening_plies, which are not trained on; 0 = off (AlphaZero).
     random_opening_plies: int = 0
-    # TDLeaf(lambda) value targets (METHODS.md section 4): 1 = the outcome z (AlphaZero).
+    # TDLeaf(lambda) value targets (docs/methods.md section 4): 1 = the outcome z (AlphaZero).
     td_lambda: float = 1.0
     td_zero_unpredicted: bool = False  # zero positive TDs from opponent moves the PV did not predict
-    # KataGo's playout caps (METHODS.md section 6): a full search with probability full_search_prob (trained
+    # KataGo's playout caps (docs/methods.md section 6): a full search with probability full_search_prob (trained
     # on), else a fast one of fast_simulations (played, not trained on); 1 = every move full = AlphaZero.
     full_search_prob: float = 1.0
     fast_simulations: int = 8

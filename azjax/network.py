@@ -117,7 +117,7 @@ class OwnershipHead(nn.Module):
 class PolicyValueNet(nn.Module):
     """AlphaZero's network: a conv stem, `num_blocks` residual blocks, a policy head and a tanh value head.
 
-    With `value_head="sai"` the value head is replaced by two heads of the same shape (SAI, METHODS.md
+    With `value_head="sai"` the value head is replaced by two heads of the same shape (SAI, docs/methods.md
     section 2): alpha (linear output, points) and beta* with beta = beta_scale * exp(beta*) (beta*
     clipped to [-15, 15] so beta stays finite); `__call__` then returns (logits, alpha, beta).
 

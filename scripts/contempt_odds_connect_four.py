@@ -1,7 +1,7 @@
 """Search-contempt's odds experiment on Connect Four: a trained network plays SECOND (the theoretically
 lost side, the "giver") against a weaker opponent, plain PUCT against search-contempt PUCT, as visits grow.
 
-The paper (odds chess; METHODS.md section 1) finds plain PUCT's score against a weaker opponent
+The paper (odds chess; docs/methods.md section 1) finds plain PUCT's score against a weaker opponent
 peaking and then falling as visits grow (deeper search assumes a perfect opponent and sees every
 line as lost), while search-contempt with N_scl = 28 keeps gaining.
 

@@ -1,7 +1,7 @@
 """Search-contempt self-play sweep: (w+l)/d and repeated game prefixes against n_scl and temperature.
 
 Plays a batch of self-play games (the same agent on both sides, `arena.play_games`) for every
-(tau, n_scl) setting and records the paper's measures (METHODS.md section 1; `azjax.play.selfplay_stats`):
+(tau, n_scl) setting and records the paper's measures (docs/methods.md section 1; `azjax.play.selfplay_stats`):
 w / d / l from the first mover's (White's) view, (w+l)/d, and the fraction of games whose first m
 moves repeat an earlier game's, m = 1..M.
 

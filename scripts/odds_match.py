@@ -1,6 +1,6 @@
 """Odds chess: the odds giver (White, a piece down) with and without search-contempt, against a fixed opponent.
 
-METHODS.md section 1: in odds chess plain PUCT's results against a fixed, imperfect opponent peak
+docs/methods.md section 1: in odds chess plain PUCT's results against a fixed, imperfect opponent peak
 and then decline as visits grow, while search-contempt keeps rising. Here the giver searches with
 the material evaluator (`azjax.play.material`) at several visit budgets, once with contempt (`--n_scl`)
 and once with plain PUCT, against either

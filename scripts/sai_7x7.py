@@ -1,4 +1,4 @@
-"""Train 7x7 SAI (sigmoid-komi values, METHODS.md section 2) on the CPU and follow the empty-board score estimate.
+"""Train 7x7 SAI (sigmoid-komi values, docs/methods.md section 2) on the CPU and follow the empty-board score estimate.
 
     python scripts/sai_7x7.py [--minutes 120] [--steps N] [--run_dir runs/sai_7x7] [--out results/sai_7x7.json]
                               [--plot results/sai_7x7.png] [--model_dir results/models/go_7x7_sai] [--resume]

@@ -1,5 +1,5 @@
 """Black's self-play winrate against komi for a SAI Go model, next to the sigmoid its network predicts for the
-empty board: the data that pins SAI's empty-board estimate (METHODS.md section 2).
+empty board: the data that pins SAI's empty-board estimate (docs/methods.md section 2).
 
     python scripts/sai_komi_curve.py results/models/go_7x7_sai [--komis -10.5 -0.5 4.5 8.5 9.5 14.5 19.5 29.5]
         [--games 128] [--simulations N] [--temperature_moves N] [--gumbel_scale G] [--seed 0]

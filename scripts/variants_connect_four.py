@@ -32,7 +32,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-# The switches of each variant on top of the quick preset (METHODS.md sections 3, 4, 6; the papers' settings).
+# The switches of each variant on top of the quick preset (docs/methods.md sections 3, 4, 6; the papers' settings).
 VARIANTS: dict[str, dict[str, Any]] = {
     "alphazero": {},
     "go_exploit_visited": dict(start_state_prob=0.01, archive="visited"),

@@ -1,4 +1,4 @@
-"""The loop's seams, and AlphaZero's behaviour as the default of each (METHODS.md section 0).
+"""The loop's seams, and AlphaZero's behaviour as the default of each (docs/methods.md section 0).
 
 A method changes the loop by implementing one or more of these seams; `azjax.build` picks the implementations
 from the config, and the loop (`azjax.train.loop`) calls only the seams, with no branch on any method:

@@ -1,4 +1,4 @@
-"""KataGo's playout-cap randomisation, forced playouts and policy-target pruning (METHODS.md section 6;
+"""KataGo's playout-cap randomisation, forced playouts and policy-target pruning (docs/methods.md section 6;
 Wu 2019, "Accelerating Self-Play Learning in Go", sections 3.1 and 3.2).
 
 Playout-cap randomisation: per game and per move, with probability p (KataGo: 0.25) the move gets a full
@@ -202,7 +202,7 @@ def pad_tree(tree: mctx.Tree, num_nodes: int) -> mctx.Tree:
 
 @dataclasses.dataclass(frozen=True)
 class PlayoutCapSearch:
-    """The search-policy seam with KataGo's playout caps (METHODS.md section 6).
+    """The search-policy seam with KataGo's playout caps (docs/methods.md section 6).
 
     Per move, with probability `full_prob` every game of the device gets the full search (`spec`; with
     `forced_k` > 0 PUCT with forced playouts and a pruned policy target) and its positions are trained on;

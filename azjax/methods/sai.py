@@ -1,4 +1,4 @@
-"""SAI: sigmoid-komi values for Go (METHODS.md section 2; Morandin et al., "SAI, a Sensible Artificial
+"""SAI: sigmoid-komi values for Go (docs/methods.md section 2; Morandin et al., "SAI, a Sensible Artificial
 Intelligence that plays Go").
 
 The network's value head is replaced by two heads, alpha (points: the expected lead on the board of the
@@ -81,7 +81,7 @@ def black_board_lead(alpha: Array, black: Array) -> Array:
 def interval_winrate(a: Array, beta: Array, y: Array) -> Array:
     """mu(y) = (1/y) int_0^y sigmoid(beta (a + x)) dx, the winrate averaged over bonuses between 0 and y.
 
-    Closed form (METHODS.md section 2), with a' = |a|, b = |a + y|:
+    Closed form (docs/methods.md section 2), with a' = |a|, b = |a + y|:
 
         mu = 1/2 + (b - a') / (2y) + (log sigmoid(beta a') - log sigmoid(beta b)) / (beta y)
 
@@ -242,7 +242,7 @@ def record_branch_points(points: BranchPoints, key: Array, states: GameState, al
 
     Called once per move with the positions about to be searched. When a game draws more than K positions,
     the K it keeps are a uniform choice among all it drew (reservoir sampling: the n-th draw, n > K, replaces
-    a uniformly chosen kept one with probability K / n), as METHODS.md section 2 has it: "each non-terminal
+    a uniformly chosen kept one with probability K / n), as docs/methods.md section 2 has it: "each non-terminal
     position independently with probability C_branch, at most 3 per game".
     """
     k = jax.tree.leaves(points.states)[0].shape[1]

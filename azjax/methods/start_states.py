@@ -1,7 +1,7 @@
 """A device-resident queue of start states: positions that new games begin from instead of the game's
 initial position.
 
-SAI puts its branch points here (METHODS.md section 2); Go-Exploit's archive (section 3) is the same
+SAI puts its branch points here (docs/methods.md section 2); Go-Exploit's archive (section 3) is the same
 store read with `sample` instead of `pop`. Everything is a pure function over one flax struct:
 
     q = init(template, capacity)          # template: one GameState (unbatched); q holds none yet

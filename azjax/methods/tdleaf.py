@@ -1,4 +1,4 @@
-"""TDLeaf(lambda) value targets (METHODS.md section 4; KnightCap, Baxter, Tridgell & Weaver 1998).
+"""TDLeaf(lambda) value targets (docs/methods.md section 4; KnightCap, Baxter, Tridgell & Weaver 1998).
 
 Each position t of a trajectory records the network value v_t of the leaf of its search's principal
 variation (from the root, follow the most visited child to the first unexpanded or terminal node), from

@@ -1,4 +1,4 @@
-"""Search-contempt's self-play measures (METHODS.md section 1) and a temperature self-play agent.
+"""Search-contempt's self-play measures (docs/methods.md section 1) and a temperature self-play agent.
 
 Measures (pure numpy, on a batch of game records):
 

@@ -1,5 +1,5 @@
 """Value loss on visited and on search states: Go-Exploit's measure of how well a value function predicts
-outcomes under the current policy (Trudeau & Bowling, Table 2; METHODS.md section 3, "Measures").
+outcomes under the current policy (Trudeau & Bowling, Table 2; docs/methods.md section 3, "Measures").
 
     probe = value_probe(config, game, num_games=64)     # compiled once per (config, game, num_games)
     losses = probe(params, key)   # {"value_loss_visited", "value_loss_search", "visited_states", "search_states"}

@@ -3,7 +3,7 @@
 An *evaluator* maps (params, states [B]) to (prior logits [B, A], value [B]), the value from the
 view of the player to move. The network is one evaluator; a material count for chess or SAI's
 sigmoid-komi read-out are others. From (game, evaluator) we build mctx's root and recurrent
-functions with AlphaZero's two-player conventions (METHODS.md section 0):
+functions with AlphaZero's two-player conventions (docs/methods.md section 0):
 
   * the recurrent step plays the action in the real game, reward = the reward of the player who
     moved, value = evaluator's value for the player now to move;
@@ -65,7 +65,7 @@ class SearchSpec:
     pb_c_init: float = 1.25
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25
-    n_scl: int | None = None  # search-contempt node limit (METHODS.md section 1); None = plain search
+    n_scl: int | None = None  # search-contempt node limit (docs/methods.md section 1); None = plain search
 
 
 def network_evaluator(apply_fn: Callable[..., tuple[jax.Array, jax.Array]]) -> Evaluator:
@@ -106,7 +106,7 @@ LeafFn = Callable[[Any, jax.Array, GameState, Any], tuple[jax.Array, jax.Array, 
 
 def game_recurrent_fn(game: Game, leaf: LeafFn, with_context: bool = False) -> mctx.RecurrentFn:
     """The one mctx recurrent function for a real two-player game (the 'model' is the game itself), with
-    AlphaZero's sign rules (METHODS.md section 0): the move is played in the game, reward = the reward of
+    AlphaZero's sign rules (docs/methods.md section 0): the move is played in the game, reward = the reward of
     the player who moved, value = `leaf`'s value for the player now to move, discount -1, and 0 (reward,
     value and discount) once the game is over. The network search and the rollout MCTS differ only in `leaf`.
 

@@ -1,4 +1,4 @@
-"""Search-contempt (METHODS.md section 1) as a small extension of mctx.
+"""Search-contempt (docs/methods.md section 1) as a small extension of mctx.
 
 Search-contempt is an asymmetric MCTS: the side to move at the root searches with the normal rule
 (PUCT or Gumbel), while the opponent's choices are frozen after a few visits. With depth d(s) counted

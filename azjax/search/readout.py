@@ -3,7 +3,7 @@
     stats = search_statistics(spec, game, evaluate, params, key, states)   # states [B] -> dict of [B, ...]
 
 Only these statistics (not the tree) leave the device. The statistics follow lc0's verbose move stats
-(METHODS.md section 5; `azjax.engines.lc0` formats them), all from the view of the player to move at the root:
+(docs/methods.md section 5; `azjax.engines.lc0` formats them), all from the view of the player to move at the root:
 N (root child visits), P (prior over legal moves), Q (the child's mean backed-up value; the root's search value
 for an unvisited child), U (mctx's PUCT exploration term on the raw [-1, 1] Q scale), V (the child's raw network
 value), the searched choice and the principal variations of the most visited children.

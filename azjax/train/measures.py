@@ -1,4 +1,4 @@
-"""Host-side measures of a training run that the jitted loop does not compute, Go-Exploit's (METHODS.md
+"""Host-side measures of a training run that the jitted loop does not compute, Go-Exploit's (docs/methods.md
 section 3, "Measures"), gathered per run by `RunMeasures` into metrics.csv:
 
   * `unique_states`, `unique_states_new`: distinct positions visited so far and new this step (games whose
@@ -7,7 +7,7 @@ section 3, "Measures"), gathered per run by `RunMeasures` into metrics.csv:
     `azjax.play.value_probe`), NaN in the other rows.
 
 `UniqueStates`: Go-Exploit's count of the distinct non-terminal positions self-play visited, by depth
-(Trudeau & Bowling, Figure 3; METHODS.md section 3, "Measures"). Exact, with a set of the positions'
+(Trudeau & Bowling, Figure 3; docs/methods.md section 3, "Measures"). Exact, with a set of the positions'
 bytes: cheap where the observation alone identifies the position (`Game.observation_is_position`,
 Connect Four: own and opponent stones), where the depth is the number of stones on the board. Every
 position the loop writes to its replay is one self-play visited (finished games restart at once, so

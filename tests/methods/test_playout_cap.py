@@ -1,4 +1,4 @@
-"""KataGo's playout caps, forced playouts and policy-target pruning (METHODS.md section 6): the draw, the
+"""KataGo's playout caps, forced playouts and policy-target pruning (docs/methods.md section 6): the draw, the
 forced-playout count, pruning by hand and on real trees (against mctx's own PUCT), and every switch at its
 off value equal to plain mctx / the visit-count target, bit for bit."""
 

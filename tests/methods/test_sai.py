@@ -1,4 +1,4 @@
-"""SAI sigmoid-komi values (METHODS.md section 2): the interval average mu against numerical integration,
+"""SAI sigmoid-komi values (docs/methods.md section 2): the interval average mu against numerical integration,
 lambda = 0 against the plain winrate, per-game komi scoring (hand count, GNU Go), the komi distribution of
 new games, the branching rule, the start-state queue, the sensible agent's preference for a larger
 winning margin through the real search, and the loop, CLI and script end to end on tiny configs.

@@ -1,4 +1,4 @@
-"""TDLeaf(lambda) (METHODS.md section 4): principal-variation leaf values on hand-built and real mctx trees,
+"""TDLeaf(lambda) (docs/methods.md section 4): principal-variation leaf values on hand-built and real mctx trees,
 lambda-returns against a direct computation of the rule, lambda = 1 == outcome targets bit for bit, the
 unpredicted-blunder option, and the z/q mix."""
 

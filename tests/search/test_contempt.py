@@ -1,4 +1,4 @@
-"""Search-contempt (azjax/search/contempt.py, METHODS.md section 1).
+"""Search-contempt (azjax/search/contempt.py, docs/methods.md section 1).
 
 Searches run on Connect Four with a fixed random linear evaluator (so visit counts are non-trivial)
 and on a hand-built synthetic game whose answers can be worked out. A recording `loop_fn` keeps the

@@ -1,0 +1,209 @@
+"""Writes results/README.md, an index of the JSON result files under results/.
+
+    python scripts/results_index.py           # (re)write results/README.md
+    python scripts/results_index.py --check   # exit 1 when results/README.md is not what this would write
+
+Every JSON file under results/ that git does not ignore is listed (without git: every JSON file there), except the
+`config.json` files of runs and models. Each entry gives the file's path, what it measures (read from the command
+that wrote it, else the file's top-level keys), a headline figure where the file has an obvious one, and the
+command that wrote it when the file records one (a "command" key).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "results"
+INDEX = RESULTS / "README.md"
+
+# What a file measures, by the program that wrote it (an `azjax` subcommand or a script under scripts/).
+MEASURES: dict[str, str] = {
+    "azjax arena": "games among agents (round robin or gauntlet): scores with 95% intervals and an Elo fit",
+    "azjax bench": "speed: self-play simulations per second against the network-only rate and a plain mctx loop, "
+                   "and what the command's flags add (phase breakdown, search at many visits, devices)",
+    "azjax eval": "a match between two agents: score with its 95% interval and the Elo difference",
+    "azjax plan": "what a run holds per device (loop state, search tree, SGD step) before it compiles",
+    "azjax sweep": "many training runs as one program: the grid, the runs and a table per grid point",
+    "bench_go_rules.py": "speed of azjax's Go rules against pgx's own, random games",
+    "bench_sgd_scan.py": "time of the network's forward pass and gradient, by batch size",
+    "bench_sweep.py": "a sweep of runs as one program against the same runs one after another",
+    "compile_time.py": "time to build and run the first loop step with a cold and a warm compilation cache",
+    "contempt_odds_connect_four.py": "score of the side playing second against visits, plain PUCT and search-contempt",
+    "contempt_sweep.py": "self-play (w+l)/d and repeated game prefixes against search-contempt's n_scl",
+    "pons_benchmark.py": "errors on Pons' solver-labelled Connect Four test sets (a move that changes the result)",
+    "pons_coverage.py": "errors on Pons' sets, split by whether the run's self-play reached each position",
+    "pons_values.py": "values of Pons' positions grouped by their perfect-play result, with the win-loss AUC",
+    "sai_7x7.py": "a 7x7 SAI training run: the empty-board estimate of Black's board lead over time",
+    "sai_komi_curve.py": "a SAI model's self-play score against komi, with a fitted sigmoid beside the network's",
+    "variants_connect_four.py": "method variants trained alike and graded on Pons' sets (area under the error curve)",
+    "vs_mcts_solver.py": "games against OpenSpiel's MCTS-Solver",
+}
+
+
+def result_files() -> list[Path]:
+    """The JSON files under results/ that git does not ignore, sorted, without run and model configs."""
+    try:
+        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", "results"],
+                             cwd=ROOT, capture_output=True, text=True, check=True).stdout
+        files = {ROOT / name for name in out.split("\0") if name}
+    except (OSError, subprocess.CalledProcessError):  # no git, or not a git checkout
+        files = set(RESULTS.rglob("*"))
+    kept = [f for f in files if f.suffix == ".json" and f.name != "config.json" and f.is_file()]
+    return sorted(kept, key=lambda f: (f.parent.as_posix(), f.name))  # a folder's own files before its subfolders
+
+
+def program(command: str) -> str | None:
+    """The `MEASURES` key of the program a command ran: `azjax SUBCOMMAND` or a script's file name."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        words = command.split()
+    for i, word in enumerate(words):
+        if Path(word).name == "azjax" and i + 1 < len(words):
+            return f"azjax {words[i + 1]}"
+        if word.endswith(".py"):
+            return Path(word).name
+    return None
+
+
+def score(d: dict[str, Any]) -> str:
+    """`A vs B: 0.943 [0.901, 0.967] (+W =D -L)` of a match result (`azjax.play.arena.MatchResult` fields)."""
+    return (f"{d['name_a']} vs {d['name_b']}: {d['score']:.3f} [{d['score_low']:.3f}, {d['score_high']:.3f}] "
+            f"(+{d['wins']} ={d['draws']} -{d['losses']})")
+
+
+def arena_headline(d: dict[str, Any]) -> str:
+    pairings = [p for p in d["pairings"] if d.get("anchor") in (p["name_a"], p["name_b"])]
+    return "; ".join(score(p) for p in pairings)
+
+
+def pons_headline(d: dict[str, Any]) -> str:
+    rates = [f"{r['spec']} {100 * s['error_rate']:.1f}%" for r in d["results"] for s in r["sets"]
+             if s["set"] == "begin_hard"]
+    return "begin_hard errors: " + ", ".join(rates) if rates else ""
+
+
+def values_headline(d: dict[str, Any]) -> str:
+    aucs = [f"{r['model']} {s['net']['win_loss_auc']:.3f}" for r in d["results"] for s in r["sets"]
+            if s["set"] == "begin_hard"]
+    return "begin_hard win-loss AUC of the network's value: " + ", ".join(aucs) if aucs else ""
+
+
+def sai_headline(d: dict[str, Any]) -> str:
+    return (f"final empty-board estimate of Black's board lead {d['final_empty_board_black_lead']:+.2f} "
+            f"(perfect play {d['perfect_play_black_lead']:+.0f}), {d['games']} games")
+
+
+def komi_curve_headline(d: dict[str, Any]) -> str:
+    fit, net = d["selfplay_fit"], d["net"]
+    return (f"self-play score crosses 1/2 at komi {fit['black_lead']:+.1f} [{fit['black_lead_low']:.1f}, "
+            f"{fit['black_lead_high']:.1f}]; the network's empty-board estimate {net['empty_board_black_lead']:+.2f}")
+
+
+def bench_headline(d: dict[str, Any]) -> str:
+    rows = [r for r in d["results"] if "sims_per_s" in r]
+    return "; ".join(f"{r['game']} {r['sims_per_s']:.1f} simulations/s ({r['ratio_vs_net_only']} of the "
+                     f"network-only rate)" for r in rows)
+
+
+def plan_headline(d: dict[str, Any]) -> str:
+    return f"{d['bytes_per_device'] / 2**30:.1f} GiB per device on {d['num_devices']} device(s)"
+
+
+def variants_headline(d: dict[str, Any]) -> str:
+    return "area under the error curve: " + ", ".join(f"{name} {100 * row['auc_mean']:.1f}%"
+                                                      for name, row in d["table"].items())
+
+
+# (the keys a file must have, its headline): the first match gives the headline.
+HEADLINES: list[tuple[tuple[str, ...], Callable[[dict[str, Any]], str]]] = [
+    (("pairings", "anchor"), arena_headline),
+    (("name_a", "name_b", "score", "score_low"), score),
+    (("result", "opponent"), lambda d: score(d["result"])),
+    (("grading", "results", "devices"), pons_headline),
+    (("results", "notes", "args"), values_headline),
+    (("final_empty_board_black_lead",), sai_headline),
+    (("selfplay_fit", "net"), komi_curve_headline),
+    (("results", "sims_per_s"), bench_headline),
+    (("table", "variants"), variants_headline),
+    (("bytes_per_device", "num_devices"), plan_headline),
+]
+
+
+def headline(d: dict[str, Any]) -> str:
+    for keys, make in HEADLINES:
+        if all(k in d for k in keys):
+            try:
+                return make(d)
+            except (KeyError, TypeError, ValueError):  # a file of another shape: no headline rather than a wrong one
+                return ""
+    return ""
+
+
+def code(text: str) -> str:
+    """`text` as Markdown inline code, on one line."""
+    text = " ".join(text.split())
+    return f"`` {text} ``" if "`" in text else f"`{text}`"
+
+
+def entry(path: Path) -> str:
+    """One file's bullet: link, what it measures, headline, command."""
+    d = json.loads(path.read_text())
+    rel = path.relative_to(RESULTS).as_posix()
+    command = d.get("command") if isinstance(d, dict) and isinstance(d.get("command"), str) else None
+    measures = MEASURES.get(program(command) or "") if command else None
+    if measures is None:
+        keys = ", ".join(d) if isinstance(d, dict) else f"a list of {len(d)} items"
+        measures = f"keys: {keys}"
+    lines = [f"- [{path.name}]({rel}): {measures}."]
+    if isinstance(d, dict) and (figure := headline(d)):
+        lines.append(f"  - {figure}")
+    if command:
+        lines.append(f"  - {code(command)}")
+    return "\n".join(lines)
+
+
+def render(files: list[Path]) -> str:
+    """The whole of results/README.md."""
+    out = ["# Results", "",
+           "Committed outputs of azjax's commands and scripts. This page is generated by "
+           "`python scripts/results_index.py` from the JSON files themselves (run and model `config.json` files "
+           "are left out); `python scripts/results_index.py --check` fails when it is out of date. Each entry: "
+           "what the file measures, a headline figure where there is an obvious one, and the command that wrote "
+           "it when the file records one. The figures are discussed in [docs/experiments.md]"
+           "(../docs/experiments.md).", ""]
+    folder = None
+    for path in files:
+        here = path.parent.relative_to(ROOT).as_posix()
+        if here != folder:
+            folder = here
+            out += [f"## {folder}/", ""]
+        out += [entry(path), ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="exit 1 when results/README.md is out of date")
+    args = parser.parse_args(argv)
+    text = render(result_files())
+    if args.check:
+        if not INDEX.exists() or INDEX.read_text() != text:
+            print(f"{INDEX.relative_to(ROOT)} is out of date: run python scripts/results_index.py", file=sys.stderr)
+            return 1
+        return 0
+    INDEX.write_text(text)
+    print(f"wrote {INDEX.relative_to(ROOT)} ({len(text.splitlines())} lines)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

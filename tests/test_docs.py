@@ -1,0 +1,161 @@
+"""The documentation stays true to the repository: every file it points at is in the repository (and every heading
+it links to is on its page), README.md stays short, results/README.md is what scripts/results_index.py generates,
+and docs/methods.md has every section the code cites.
+
+A reference is a Markdown link (resolved from the page's folder) or an inline code span that looks like a
+repository path (resolved from the repository root): one word that contains a "/" and ends in an extension, or
+that starts with results/, scripts/, azjax/, tests/ or docs/. Placeholders (`RUN_DIR/config.json`,
+`results/models/NAME`) and absolute or home paths are not references; `a.{json,png}` names both files; a suffix
+after ":" (`azjax/config.py:Config`, `results/models/x:64`) is not part of the path.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+README_MAX_LINES = 200
+
+FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.MULTILINE | re.DOTALL)
+LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+CODE = re.compile(r"(`+)(.+?)\1", re.DOTALL)  # a code span may continue on the next line
+REPO_PREFIXES = ("results/", "scripts/", "azjax/", "tests/", "docs/")
+# RUN_DIR, FILE.json, <device>, *.png, ... (README.md is a name, not a placeholder)
+PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$|^(FILE|DIR|NAME|PATH|MODEL)\.\w+$|[<>*]|\.\.\.")
+BRACES = re.compile(r"\{([^{}]*)\}")
+
+
+def expand_braces(path: str) -> list[str]:
+    """`a.{json,png}` -> [`a.json`, `a.png`] (nested or repeated braces too)."""
+    m = BRACES.search(path)
+    if not m:
+        return [path]
+    return [p for choice in m.group(1).split(",") for p in expand_braces(path[: m.start()] + choice + path[m.end():])]
+
+
+def code_path(span: str) -> list[str]:
+    """The repository paths an inline code span names (none when it is not a path)."""
+    token = span.strip()
+    if not token or any(c.isspace() for c in token) or token.startswith(("/", "~", "$", "-")) or "://" in token:
+        return []
+    token = next((piece for piece in token.split(":") if "/" in piece), token.split(":")[0])  # policy:PATH, x:64
+    last = token.rstrip("/").rsplit("/", 1)[-1]
+    looks_like_file = "/" in token and re.search(r"\.[A-Za-z0-9{]", last) is not None
+    if not (looks_like_file or token.startswith(REPO_PREFIXES)):
+        return []
+    paths = expand_braces(token)
+    if any(PLACEHOLDER.search(segment) for p in paths for segment in p.split("/") if segment):
+        return []
+    return paths
+
+
+def references(text: str, page: Path) -> list[tuple[str, Path]]:
+    """(as written, the path it names) for every link and code-span path of a Markdown page."""
+    prose = FENCE.sub("", text)
+    found: list[tuple[str, Path]] = []
+    for target in LINK.findall(prose):
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):  # https:, mailto:, an anchor
+            continue
+        found.append((target, page.parent / target.split("#")[0]))
+    for _, span in CODE.findall(LINK.sub("", prose)):
+        found.extend((span, ROOT / p) for p in code_path(span))
+    return found
+
+
+def repository_paths() -> set[Path] | None:
+    """The files git does not ignore and their folders; None without git (then the disk decides)."""
+    try:
+        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=ROOT,
+                             capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    files = [ROOT / name for name in out.split("\0") if name]
+    return {p for f in files if f.exists() for p in (f, *f.parents)}
+
+
+def missing(text: str, page: Path, known: set[Path] | None) -> list[str]:
+    """The references of `page` (with `text`) to paths that are not in the repository."""
+    def present(path: Path) -> bool:
+        path = path.resolve()
+        return path.exists() and (known is None or path in known)
+
+    return [written for written, path in references(text, page) if not present(path)]
+
+
+def test_the_reference_finder_reports_a_file_that_is_not_there() -> None:
+    page = ROOT / "docs" / "example.md"
+    text = ("A [missing page](missing_page.md), `results/no_such_file.json`, `scripts/no_such_script.py:main`, "
+            "`azjax/no_such_module.py`, `results/models/no_such_model/README.md` and "
+            "`results/variants_connect_four.{json,nope}`; but not "
+            "`RUN_DIR/config.json`, `results/models/NAME`, `FILE.jsonl`, `~/.cache/azjax/jax`, `/usr/games/gnugo`, "
+            "[a site](https://example.org/x.md), `azjax.search.choose_move` or `--run_dir runs/x`.\n"
+            "```\nazjax eval results/no_such_model mcts:200\n```\n")
+    assert missing(text, page, repository_paths()) == [
+        "missing_page.md", "results/no_such_file.json", "scripts/no_such_script.py:main", "azjax/no_such_module.py",
+        "results/models/no_such_model/README.md", "results/variants_connect_four.{json,nope}"]
+
+
+def test_the_reference_finder_accepts_files_that_are_there() -> None:
+    text = ("[the README](../README.md), [experiments](experiments.md#compile-time), `azjax/config.py:Config`, "
+            "`results/models/connect_four_quick:64`, `policy:results/models/connect_four_quick`, "
+            "`results/variants_connect_four.{json,png}`, `tests/`")
+    page = ROOT / "docs" / "example.md"
+    assert [w for w, _ in references(text, page)] == [
+        "../README.md", "experiments.md#compile-time", "azjax/config.py:Config", "results/models/connect_four_quick:64",
+        "policy:results/models/connect_four_quick", "results/variants_connect_four.{json,png}",
+        "results/variants_connect_four.{json,png}", "tests/"]
+    assert missing(text.replace("experiments.md#compile-time", "README.md"), ROOT / "docs" / "x.md",
+                   repository_paths()) == ["README.md"]  # docs/README.md does not exist; the rest does
+
+
+def test_every_file_the_docs_name_is_in_the_repository() -> None:
+    assert (ROOT / "docs").is_dir() and len(PAGES) > 1
+    known = repository_paths()
+    found = {f"{page.relative_to(ROOT)}: {written}" for page in PAGES
+             for written in missing(page.read_text(), page, known)}
+    assert not found, f"references to files that are not in the repository: {sorted(found)}"
+
+
+def heading_anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a page's headings: lower case, punctuation dropped, spaces to hyphens."""
+    headings = re.findall(r"^#+ (.+)$", FENCE.sub("", page.read_text()), re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def test_every_anchor_the_docs_link_to_is_a_heading() -> None:
+    assert "5-leela-chess-zeros-engine-statistics" in heading_anchors(ROOT / "docs" / "methods.md")
+    broken = []
+    for page in PAGES:
+        for target in LINK.findall(FENCE.sub("", page.read_text())):
+            file, _, anchor = target.partition("#")
+            if anchor and not re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                linked = (page.parent / file).resolve() if file else page
+                if linked.suffix == ".md" and linked.exists() and anchor not in heading_anchors(linked):
+                    broken.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not broken, f"links to headings that do not exist: {broken}"
+
+
+def test_the_readme_is_short() -> None:
+    lines = len((ROOT / "README.md").read_text().splitlines())
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines (at most {README_MAX_LINES}): move detail to docs/"
+
+
+def test_the_results_index_is_up_to_date() -> None:
+    run = subprocess.run([sys.executable, "scripts/results_index.py", "--check"], cwd=ROOT, capture_output=True,
+                         text=True)
+    assert run.returncode == 0, run.stderr or run.stdout
+
+
+def test_docs_methods_has_every_section_the_code_cites() -> None:
+    cited = set()
+    for folder in ("azjax", "scripts", "tests"):
+        for file in (ROOT / folder).rglob("*.py"):
+            text = file.read_text()
+            cited.update(int(n) for n in re.findall(r"(?:docs/methods|METHODS)\.md,? sections? (\d+)", text))
+    headings = set(int(n) for n in re.findall(r"^## (\d+)\. ", (ROOT / "docs" / "methods.md").read_text(), re.M))
+    assert cited, "no 'docs/methods.md section N' found in the code"
+    assert cited <= headings, f"sections cited but without a '## N. Title' heading: {sorted(cited - headings)}"
