@@ -13,7 +13,7 @@ komi, or a chess FEN, plus the list of actions played) and searches it or any ot
 
 Searches run on a batch of one position (or a padded batch for `search_batch`), jitted once per
 (search spec, batch size); the jitted function returns only the root statistics (not the tree), so
-nothing large crosses to the host. Per-move statistics follow lc0's verbose move stats (METHODS.md
+nothing large crosses to the host. Per-move statistics follow lc0's verbose move stats (docs/methods.md
 section 5), all from the view of the player to move at the root:
 
   * N: root child visits; P: prior (network policy over legal moves, after masking);

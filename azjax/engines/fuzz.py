@@ -43,7 +43,7 @@ PROBE_ID = 987654321  # GTP id of the probe; the fuzz never sends it
 GTP_COMMANDS = (
     "protocol_version", "name", "version", "known_command", "list_commands", "boardsize", "clear_board",
     "komi", "play", "genmove", "undo", "showboard", "final_score", "time_settings", "time_left",
-    "lz-analyze", "azjax-analyze",
+    "lz-analyze", "azjax-analyze", "kata-analyze",
 )  # fmt: skip
 UCI_KEYWORDS = ("id", "uciok", "readyok", "bestmove", "copyprotection", "registration", "info", "option")
 HUGE = ["9" * 30, "-" + "9" * 30, "9" * 5000, "1e999", "-1e999", "nan", "inf", "-inf", "1e-999", "0x10",
@@ -290,7 +290,7 @@ def gtp_fuzz_lines(game: str, rng: random.Random, quick: bool = False) -> Iterat
             args = []
             for i in range(nargs):
                 r = rng.random()
-                if cmd.lower() in ("play", "genmove", "lz-analyze") and i == 0 and r < 0.8:
+                if cmd.lower() in ("play", "genmove", "lz-analyze", "kata-analyze") and i == 0 and r < 0.8:
                     args.append(rng.choice(["b", "w", "black", "white", "B", "WHITE", "x", "bw"]))
                 elif cmd.lower() == "play" and i == 1 and r < 0.8:
                     args.append(_gtp_moves(game, rng))

@@ -4,7 +4,7 @@
 
 Commands: protocol_version, name, version, known_command, list_commands, boardsize, clear_board,
 komi, play, genmove, undo, showboard, final_score, time_settings, time_left, quit, and the analysis
-commands `lz-analyze` / `azjax-analyze`.
+commands `lz-analyze` / `azjax-analyze` and `kata-analyze`.
 
 Conventions:
   * Responses are `= result` / `? message` followed by an empty line; a numeric id is echoed
@@ -27,40 +27,135 @@ Conventions:
   * `time_settings` / `time_left` are stored; with a known `time_left` the visit budget of
     `genmove` is capped (at most time_left / 20 seconds, or the byo-yomi period per stone) using the
     measured speed of earlier searches (powers of two below `--visits`).
-  * `lz-analyze [colour] [interval]` (alias `azjax-analyze`) searches the current position once and
-    answers `=` followed by one line per move with visits, most visited first:
-        info move D4 visits 12 winrate 5234 prior 1532 lcb 5234 order 0 pv D4 E5 C3
-    winrate and prior in units of 1/10000 (Leela Zero's convention), winrate = (1 + Q) / 2 of the
-    player to move; the response ends with the usual empty line (no streaming, no need to interrupt).
+  * Analysis, as Leela Zero and KataGo stream it to Lizzie, Sabaki and other GUIs:
+        lz-analyze [colour] [interval] [minmoves N] [maxmoves N]      (alias azjax-analyze)
+        kata-analyze [colour] [interval] [minmoves N] [maxmoves N]
+    The interval is in centiseconds (below 1 counts as 1), bare (`lz-analyze 50`, `lz-analyze b 50`) or keyed
+    (`kata-analyze interval 50`); `colour`, if given, must be the side to move (`? not w's turn`). With an interval
+    the answer streams:
+        =
+        info move D4 visits 12 winrate 5234 prior 1532 lcb 5234 order 0 pv D4 E5 info move C3 visits 4 ...
+        info move D4 visits 24 winrate 5301 prior 1532 lcb 5301 order 0 pv D4 E5 C3 info move ...
+        (... until the next command arrives; then the empty line that ends the response, and that command's answer)
+    one line per interval, every visited move on it (most visited first, `order` 0, 1, ...), each line from a bigger
+    search: mctx cannot resume a search, so the analysis searches again with double the visits each time
+    (`azjax.engines.streaming`: from `--visits` up to 16 x `--visits`, at most 8192) and each line shows the latest
+    finished search. The first search's line is sent as soon as it ends, then at most one line per interval (the
+    searches finished in between are superseded); a search takes as long as it takes (it cannot be interrupted), so
+    a line can come later than the interval, and the next command waits for the search in progress. Once the
+    searches stop growing, the last line is sent again every interval until the next command.
+    `lz-analyze` fields are Leela Zero's: winrate, prior and lcb in units of 1/10000, winrate = (1 + Q) / 2 of the
+    player to move (lcb = winrate: no confidence bound is kept). `kata-analyze` uses KataGo's names and scales:
+        info move D4 visits 12 utility 0.046800 winrate 0.523400 prior 0.153200 lcb 0.523400 utilityLcb 0.046800 ...
+    (... order 0 pv D4 E5; utility = Q in [-1, 1], winrate, prior and lcb in [0, 1], 6 decimals; no score fields:
+    the networks have no score head; KataGo's `ownership`/`pvVisits`/`rootInfo`-style true/false options are accepted
+    and ignored). `minmoves N` lists unvisited moves too, by prior, up to N moves; `maxmoves N` lists at most N;
+    `avoid`/`allow` are refused.
+    Without an interval (or with interval 0) the command answers once, from one search at `--visits`, with one line
+    per move, and the response ends at once (no need to interrupt it; scripts use this form).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import io
 import math
 import re
 import sys
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
 from azjax.engines.loading import EngineLoad, one_line, start_engine
 from azjax.engines.records import format_go_score
+from azjax.engines.streaming import LineReader, analysis_cap, growing_visits
 
 if TYPE_CHECKING:  # the engine module (flax, mctx) is imported by the background load, after the handshake
     from azjax.engines.engine import Engine
+    from azjax.engines.lc0 import SearchResult
     from azjax.engines.position import Position
 
 VERSION = "0.1.0"
 COMMANDS = (
     "protocol_version", "name", "version", "known_command", "list_commands", "boardsize", "clear_board",
     "komi", "play", "genmove", "undo", "showboard", "final_score", "time_settings", "time_left", "quit",
-    "lz-analyze", "azjax-analyze",
+    "lz-analyze", "azjax-analyze", "kata-analyze",
 )  # fmt: skip
+# kata-analyze options that ask for what these networks do not have (ownership, per-move PV visits, a root line):
+# accepted with true or false, as GUIs send them, and ignored.
+KATA_IGNORED_OPTIONS = frozenset(
+    {"ownership", "ownershipstdev", "movesownership", "movesownershipstdev", "pvvisits", "pvedgevisits", "rootinfo"})
 
 
 class GTPError(Exception):
     """A command that fails; the message follows `?`."""
+
+
+@dataclasses.dataclass(frozen=True)
+class AnalyzeRequest:
+    """An analysis command's arguments (`lz-analyze b 50 maxmoves 10`).
+
+    Attributes:
+      kata: KataGo's field names and [0, 1] scales (`kata-analyze`), else Leela Zero's (`lz-analyze`).
+      color: the colour asked for (must be the side to move), or None.
+      interval: seconds between streamed lines; None answers once (no interval, or interval 0).
+      min_moves: list unvisited moves too (by prior) up to this many moves; max_moves: list at most this many.
+    """
+
+    kata: bool
+    color: str | None = None
+    interval: float | None = None
+    min_moves: int = 0
+    max_moves: int | None = None
+
+
+_NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")  # ASCII digits only: float("٣") and float("nan") parse, GTP's don't
+
+
+def _count(digits: str) -> int:
+    """A move count; past 10**9 (int() refuses thousands of digits) any count lists every move."""
+    return int(digits) if len(digits) <= 9 else 10**9
+
+
+def parse_analyze(args: list[str], kata: bool) -> AnalyzeRequest:
+    """`[colour] [interval] [interval N] [minmoves N] [maxmoves N]` (and KataGo's true/false options, ignored)."""
+    color: str | None = None
+    interval: float | None = None
+    min_moves, max_moves = 0, None
+    i = 0
+    while i < len(args):
+        word, key = args[i], args[i].lower()
+        value = args[i + 1] if i + 1 < len(args) else None
+        if i == 0 and key in ("b", "w", "black", "white"):
+            color, i = parse_color(word), i + 1
+        elif _NUMBER.fullmatch(word) and interval is None:
+            interval, i = float(word) / 100, i + 1
+        elif key in ("interval", "minmoves", "maxmoves"):
+            if value is None or not _NUMBER.fullmatch(value) or (key != "interval" and "." in value):
+                raise GTPError(f"{key} needs a number")
+            if key == "interval":
+                interval = float(value) / 100  # a huge one is inf: no line after the first until the searches stop
+            elif key == "minmoves":
+                min_moves = _count(value)
+            else:
+                max_moves = _count(value)
+                if max_moves < 1:  # an empty info line would end the response early
+                    raise GTPError("maxmoves must be at least 1")
+            i += 2
+        elif kata and key in KATA_IGNORED_OPTIONS:
+            if value is None or value.lower() not in ("true", "false"):
+                raise GTPError(f"{word} needs true or false")
+            i += 2
+        elif key in ("avoid", "allow"):
+            raise GTPError(f"{key} is not supported")
+        elif i == 0 and re.fullmatch(r"[a-zA-Z]+", word):
+            parse_color(word)  # raises: `? invalid color 'x'`, as for play and genmove
+        else:
+            raise GTPError(f"cannot parse analyze argument {one_line(repr(word), 60)}")
+    # interval 0: Leela Zero would ponder without a word; answering once is what a caller of interval 0 can use.
+    # Below 1 cs (Leela Zero's unit), 1 cs: the repeated lines must not flood the GUI.
+    return AnalyzeRequest(kata, color, max(interval, 0.01) if interval else None, min_moves, max_moves)
 
 
 def parse_color(text: str) -> str:
@@ -83,9 +178,18 @@ def clean_line(line: str) -> str:
 
 def engine_streams(inp: TextIO | None, out: TextIO | None) -> tuple[TextIO, TextIO]:
     """stdin/stdout for an engine talking to a GUI: undecodable input bytes become U+FFFD instead of
-    ending the engine with a UnicodeDecodeError, and output never fails to encode."""
+    ending the engine with a UnicodeDecodeError, and output never fails to encode.
+
+    stdin is read through an unbuffered FileIO of its descriptor, not sys.stdin's BufferedReader: GTP reads its input
+    in a daemon thread (`LineReader`), which after `quit` is still blocked in a read while a GUI keeps the pipe open,
+    and a BufferedReader whose lock that thread holds makes the interpreter abort at exit ("could not acquire lock
+    for <_io.BufferedReader name='<stdin>'> at interpreter shutdown"). A FileIO has no such lock."""
     if inp is None:
-        inp = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+        try:
+            raw: io.RawIOBase | io.BufferedIOBase = io.FileIO(sys.stdin.fileno(), "r", closefd=False)
+        except (AttributeError, OSError, ValueError):  # a stdin without a descriptor (io.UnsupportedOperation)
+            raw = sys.stdin.buffer
+        inp = io.TextIOWrapper(raw, encoding="utf-8", errors="replace")  # type: ignore[arg-type]
     if out is None:
         out = sys.stdout
         if isinstance(out, io.TextIOWrapper):
@@ -105,7 +209,8 @@ class GTPEngine:
         self.out = out if out is not None else sys.stdout
         self.time_settings: tuple[float, float, int] | None = None
         self.time_left: dict[str, tuple[float, int]] = {}
-        self.handlers: dict[str, Callable[[list[str]], str]] = {
+        self.reader: LineReader | None = None  # the input, read by `run` in a thread (a stream watches it)
+        self.handlers: dict[str, Callable[[list[str]], str | AnalyzeRequest]] = {
             "protocol_version": lambda a: "2",
             "name": lambda a: "azjax",
             "version": lambda a: VERSION,
@@ -123,6 +228,7 @@ class GTPEngine:
             "time_left": self.cmd_time_left,
             "lz-analyze": self.cmd_analyze,
             "azjax-analyze": self.cmd_analyze,
+            "kata-analyze": self.cmd_kata_analyze,
             "quit": lambda a: "",
         }
 
@@ -138,8 +244,12 @@ class GTPEngine:
     # ----- the loop
 
     def run(self) -> None:
-        """Reads commands until `quit` or the end of the input."""
-        for raw in self.inp:
+        """Reads commands until `quit` or the end of the input.
+
+        The input is read in a thread (`LineReader`), so that a streamed analysis can see the next command arrive
+        while it searches."""
+        self.reader = LineReader(self.inp)
+        while (raw := self.reader.get()) is not None:
             line = clean_line(raw)
             if not line:
                 continue
@@ -150,7 +260,10 @@ class GTPEngine:
                 return
 
     def handle(self, line: str) -> tuple[str, bool]:
-        """(response text with its trailing empty line, whether to quit) for one cleaned command line."""
+        """(response text with its trailing empty line, whether to quit) for one cleaned command line.
+
+        A streamed analysis writes its `=` and info lines itself, until the next command is waiting, and returns only
+        the empty line that ends its response."""
         words = [w for w in line.split(" ") if w]  # GTP separates by spaces only, not by any unicode space
         cid = ""
         if words and re.fullmatch(r"[0-9]+", words[0]):  # ASCII digits only: int("²") fails
@@ -167,6 +280,15 @@ class GTPEngine:
             return f"?{cid} {one_line(str(e))}\n\n", False
         except Exception as e:  # never let one command kill the engine
             return f"?{cid} {one_line(f'internal error: {type(e).__name__}: {e}')}\n\n", False
+        if isinstance(result, AnalyzeRequest):  # checked and accepted: `=`, then the stream
+            self.out.write(f"={cid}\n")
+            self.out.flush()
+            try:
+                self.stream_analysis(result)
+            except Exception as e:  # `=` is out, so no `?` can follow: the stream ends, and says why on stderr
+                print(f"azjax gtp: analysis stopped: {one_line(f'{type(e).__name__}: {e}')}", file=sys.stderr,
+                      flush=True)
+            return "\n", False
         sep = " " if result and not result.startswith("\n") else ""
         return f"={cid}{sep}{result}\n\n", name == "quit"
 
@@ -284,22 +406,73 @@ class GTPEngine:
         self.time_left[color] = (seconds, stones)
         return ""
 
-    def cmd_analyze(self, args: list[str]) -> str:
-        pos, game = self.position, self.engine.game
-        if args and re.fullmatch(r"[a-zA-Z]+", args[0]):
-            if parse_color(args[0]) != pos.to_move():
-                raise GTPError(f"not {args[0]}'s turn")
-        pos.check_running()
-        result = self.engine.search()
-        lines = []
-        for order, s in enumerate(st for st in result.stats if st.n > 0):
-            winrate = int(round(10000 * (1 + s.q) / 2))
-            pv = " ".join(game.move_to_gtp(m) for m in (s.pv or [s.move]))
-            move = game.move_to_gtp(s.move)
-            lines.append(f"info move {move} visits {s.n} winrate {winrate} prior {int(round(10000 * s.p))} "
-                         f"lcb {winrate} order {order} pv {pv}")
-        return "\n" + "\n".join(lines)
+    def cmd_analyze(self, args: list[str]) -> str | AnalyzeRequest:
+        return self._analyze(parse_analyze(args, kata=False))
 
+    def cmd_kata_analyze(self, args: list[str]) -> str | AnalyzeRequest:
+        return self._analyze(parse_analyze(args, kata=True))
+
+    def _analyze(self, request: AnalyzeRequest) -> str | AnalyzeRequest:
+        """The one answer of an analysis without an interval (one line per move); with one, the request, which
+        `handle` streams. Everything that can refuse the command is checked here, before any `=` is written."""
+        pos = self.position
+        if request.color is not None and request.color != pos.to_move():
+            raise GTPError(f"not {request.color}'s turn")
+        pos.check_running()
+        if request.interval is None or self.reader is None:  # `handle` called directly: no input to watch
+            return "\n" + "\n".join(self.info_entries(self.engine.search(), request))
+        return request
+
+    def info_entries(self, result: SearchResult, request: AnalyzeRequest) -> list[str]:
+        """One `info move ...` entry per listed move: the visited ones, most visited first (then, up to `minmoves`,
+        unvisited ones by prior), at most `maxmoves`. Values from the player to move's view."""
+        game = self.engine.game
+        stats = [s for i, s in enumerate(result.stats) if s.n > 0 or i < request.min_moves]
+        if request.max_moves is not None:
+            stats = stats[: request.max_moves]
+        entries = []
+        for order, s in enumerate(stats):
+            move = game.move_to_gtp(s.move)
+            pv = " ".join(game.move_to_gtp(m) for m in (s.pv or [s.move]))
+            winrate = (1 + s.q) / 2
+            if request.kata:  # KataGo: utility = Q, winrate/prior/lcb in [0, 1] (kata-analyze's documented fields)
+                entries.append(f"info move {move} visits {s.n} utility {s.q:.6f} winrate {winrate:.6f} "
+                               f"prior {s.p:.6f} lcb {winrate:.6f} utilityLcb {s.q:.6f} order {order} pv {pv}")
+            else:  # Leela Zero: winrate, prior and lcb in units of 1/10000
+                wr = int(round(10000 * winrate))
+                entries.append(f"info move {move} visits {s.n} winrate {wr} prior {int(round(10000 * s.p))} "
+                               f"lcb {wr} order {order} pv {pv}")
+        return entries
+
+    def stream_analysis(self, request: AnalyzeRequest) -> None:
+        """Streams info lines, one per interval, from searches of growing size, until a command (or the end of the
+        input) is waiting; `=` has been sent, `handle` sends the closing empty line.
+
+        Each line holds every listed move (`info move D4 ... pv D4 E5 info move C3 ...`): GUIs read one line as one
+        snapshot of the analysis, as Leela Zero and KataGo send it."""
+        assert self.reader is not None and request.interval is not None
+        engine, reader, interval = self.engine, self.reader, request.interval
+        latest: SearchResult | None = None
+        next_send = time.monotonic()  # the first search's line goes out as soon as it ends
+
+        def send(result: SearchResult) -> None:
+            nonlocal next_send
+            line = " ".join(self.info_entries(result, request))
+            if line:  # (a search always visits a move; an empty line would end the response early)
+                self.out.write(line + "\n")
+                self.out.flush()
+            next_send = time.monotonic() + interval
+
+        for visits in growing_visits(engine.visits, analysis_cap(engine.visits)):
+            latest = engine.search(visits)  # a failure ends the stream (`handle` says why on stderr)
+            if time.monotonic() >= next_send:
+                send(latest)
+            if reader.wait(0):  # the next command has come: it is answered after the search that was in progress
+                return
+        # The searches have stopped growing: the last one (if it could not be sent yet) when its interval is up,
+        # then again every interval, so that a GUI sees the engine still there.
+        while latest is not None and not reader.wait(next_send - time.monotonic()):
+            send(latest)
 
 def main(args: argparse.Namespace, inp: TextIO | None = None, out: TextIO | None = None) -> int:
     load = start_engine(args, "gtp")  # answers the handshake while the network loads

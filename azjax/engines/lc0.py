@@ -1,5 +1,6 @@
-"""Leela Chess Zero's conventions for a finished search (METHODS.md section 5), on the host: the per-move
-statistics (`MoveStat`, `SearchResult`), their verbose table (`format_table`) and centipawns from Q (`cp_from_q`).
+"""Leela Chess Zero's conventions for a finished search (docs/methods.md section 5), on the host: the per-move
+statistics (`MoveStat`, `SearchResult`), their verbose table (`format_table`), centipawns from Q (`cp_from_q`) and
+the win/draw/loss triple of UCI_ShowWDL (`wdl_from_q`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,21 @@ CP_SCALE, CP_ANGLE = 111.714640912, 1.5620688421
 
 
 def cp_from_q(q: float) -> float:
-    """lc0's centipawn mapping of Q in [-1, 1] (METHODS.md section 5)."""
+    """lc0's centipawn mapping of Q in [-1, 1] (docs/methods.md section 5)."""
     q = max(-1.0, min(1.0, float(q)))
     return CP_SCALE * math.tan(CP_ANGLE * q)
+
+
+def wdl_from_q(q: float) -> tuple[int, int, int]:
+    """(win, draw, loss) per mille, summing to 1000, from Q in [-1, 1] (the player to move's view), as lc0 reports
+    a network without a WDL head: the value is the expected score W - L with no draw class, so D = 0,
+    W = (1 + Q) / 2 and L = (1 - Q) / 2. (azjax's value heads are tanh heads; its searches keep no draw share.)
+
+        wdl_from_q(0.2) == (600, 0, 400)
+    """
+    q = max(-1.0, min(1.0, float(q)))
+    win = int(round(500 * (1 + q)))
+    return win, 0, 1000 - win
 
 
 @dataclasses.dataclass

@@ -19,9 +19,12 @@ resumed, so `go` runs whole searches in a background thread:
     searches the largest power-of-two visit count <= `Visits` that fits, judged by the measured
     speed of earlier (already compiled) searches; before any measurement it searches `Visits`;
   * plain `go` searches `Visits`;
-  * `go infinite` (or `go ponder`) searches `Visits`, then keeps searching with double the visits
-    (up to 16 x `Visits`), reporting `info` after each search, until `stop`
-    (or `ponderhit`);
+  * `go infinite` (or `go ponder`) searches `Visits`, then searches again with double the visits
+    (up to 16 x `Visits`, at most MAX_VISITS; `azjax.engines.streaming.growing_visits`), each search a new tree
+    (mctx cannot resume one), sending `info` after each search; once the searches stop growing, the last `info`
+    is sent again every `InfoInterval` milliseconds (default 1000; lc0 reports at a fixed cadence too), with its
+    `time` brought up to date, until `stop` (or `ponderhit`). A search call cannot report before it ends, so
+    while one runs no line comes (a finite `go` is one search, and reports once, at its end);
   * `stop` ends the search after the search call in progress and prints `bestmove` from the last
     finished search (waiting for the first one if none has finished);
   * a command that changes or reads the position or the options (`position`, `go`, `ucinewgame`,
@@ -33,12 +36,21 @@ does; `isready` answers `readyok` once it is loaded, and the commands that need 
 (a corrupt parameter file, or one unlike its config's network) is said once on stderr and as `info string error:
 cannot load ...` to each such command (`isready` still gets its `readyok`).
 
-After each search call: `info depth D nodes N nps X time MS score cp C pv ...` (depth = PV length,
-score from the chosen move's Q with lc0's formula; nps = visits over the search's own time, without the time
-spent compiling a new search size; time = since `go`) and, with `VerboseMoveStats` on, the per-move
-statistics table as `info string` lines in lc0's order (most-visited last) before `bestmove`.
+After each search call:
+
+    info depth D nodes N nps X time MS score cp C pv e2e4 e7e5 ...
+    info depth D nodes N nps X time MS score cp C wdl W D L pv e2e4 e7e5 ...     (with UCI_ShowWDL true)
+
+(depth = PV length, score from the chosen move's Q with lc0's formula; nps = visits over the search's own time,
+without the time spent compiling a new search size; time = since `go`; wdl = win/draw/loss per mille of the side
+to move, summing to 1000, from the same Q as lc0 reports a network without a WDL head: the tanh value head has no
+draw class and the search keeps no draw share, so D = 0, W = 1000 (1 + Q) / 2 rounded, L = 1000 - W; see
+`lc0.wdl_from_q`) and, with `VerboseMoveStats` on, the per-move statistics table as `info string` lines in lc0's
+order (most-visited last) before `bestmove`.
 Options: `Visits` (spin, 1 to MAX_VISITS), `NScl` (spin, 0 = off: search-contempt node limit),
-`VerboseMoveStats` (check). Output lines never carry control characters (echoed input is escaped).
+`VerboseMoveStats` (check), `UCI_ShowWDL` (check, default false), `InfoInterval` (spin, milliseconds between the
+repeated `info` lines of an analysis that has stopped growing; 10 to 60000, default 1000). Output lines never carry
+control characters (echoed input is escaped).
 """
 
 from __future__ import annotations
@@ -50,17 +62,16 @@ import threading
 from typing import TYPE_CHECKING, TextIO
 
 from azjax.engines.gtp import engine_streams
-from azjax.engines.lc0 import SearchResult, format_table
+from azjax.engines.lc0 import SearchResult, format_table, wdl_from_q
 from azjax.engines.loading import EngineLoad, EngineLoadError, one_line, start_engine
+from azjax.engines.streaming import MAX_INFINITE_FACTOR, MAX_VISITS, growing_visits
 from azjax.games import STANDARD_FEN
 
 if TYPE_CHECKING:  # the engine module (flax, mctx) is imported by the background load, after the handshake
     from azjax.engines.engine import Engine
     from azjax.engines.position import Position
 
-MAX_INFINITE_FACTOR = 16
-# mctx keeps dense [visits + 1, 4672] arrays per search tree: 8192 visits are ~1 GB of tree on the device.
-MAX_VISITS = 8192
+INFO_INTERVAL_MS = 1000  # default of the InfoInterval option
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
@@ -78,6 +89,8 @@ class UCIEngine:
         self.inp = inp if inp is not None else sys.stdin
         self.out = out if out is not None else sys.stdout
         self.verbose = False
+        self.show_wdl = False  # UCI_ShowWDL
+        self.info_interval = INFO_INTERVAL_MS / 1000  # seconds (InfoInterval)
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -127,6 +140,8 @@ class UCIEngine:
                 self.send(f"option name Visits type spin default {defaults.visits} min 1 max {MAX_VISITS}")
                 self.send(f"option name NScl type spin default {defaults.n_scl or 0} min 0 max 1000000")
                 self.send("option name VerboseMoveStats type check default false")
+                self.send("option name UCI_ShowWDL type check default false")
+                self.send(f"option name InfoInterval type spin default {INFO_INTERVAL_MS} min 10 max 60000")
                 self.send("uciok")
             elif cmd == "isready":  # ready once the network is loaded; a failed load is said, and readyok still sent
                 try:
@@ -206,9 +221,11 @@ class UCIEngine:
         elif key in ("nscl", "n_scl"):
             self.engine.set_n_scl(_int(value, "NScl", 0, 1_000_000))
         elif key == "verbosemovestats":
-            if value.lower() not in ("true", "false"):
-                raise ValueError(f"VerboseMoveStats must be true or false, got {value!r}")
-            self.verbose = value.lower() == "true"
+            self.verbose = _bool(value, "VerboseMoveStats")
+        elif key == "uci_showwdl":
+            self.show_wdl = _bool(value, "UCI_ShowWDL")
+        elif key == "infointerval":
+            self.info_interval = _int(value, "InfoInterval", 10, 60000) / 1000
         else:
             self.send(f"info string unknown option {name}")
 
@@ -240,9 +257,7 @@ class UCIEngine:
                 self.send(f"info string nodes {params['nodes']} capped at {cap} (16 x Visits)")
             plan = [self._round_visits(max(params["nodes"], 1))]
         elif infinite:
-            plan = [e.visits]
-            while plan[-1] < self._max_nodes():
-                plan.append(min(plan[-1] * 2, self._max_nodes()))
+            plan = growing_visits(e.visits, self._max_nodes())
         else:
             plan = [e.visits_for_time(self._time_budget(params))]
         self._stop.clear()
@@ -283,8 +298,10 @@ class UCIEngine:
             self._info(last, e.clock() - t0)
             if self._stop.is_set():
                 break
-        if infinite:
-            self._stop.wait()
+        if infinite:  # the searches have stopped growing: the last info again every interval, until `stop`
+            while not self._stop.wait(self.info_interval):
+                if last is not None:
+                    self._info(last, e.clock() - t0)
         if last is not None and self.verbose:
             for line in format_table(last, prefix="info string ", ascending=True):
                 self.send(line)
@@ -297,8 +314,9 @@ class UCIEngine:
         nps = int(r.visits / max(r.seconds, 1e-6))
         cp = int(round(r.cp)) if r.cp is not None else 0
         pv = " ".join(r.pv) or r.best_move
+        wdl = " wdl {} {} {}".format(*wdl_from_q(r.value)) if self.show_wdl else ""  # lc0: after the score
         self.send(f"info depth {max(len(r.pv), 1)} nodes {r.visits} nps {nps} time {int(elapsed * 1000)} "
-                  f"score cp {cp} pv {pv}")
+                  f"score cp {cp}{wdl} pv {pv}")
 
     def stop_search(self) -> None:
         self._stop.set()
@@ -315,6 +333,12 @@ class UCIEngine:
             self._thread.join()
             self._thread = None
         self._infinite = False
+
+
+def _bool(text: str, what: str) -> bool:
+    if text.lower() not in ("true", "false"):
+        raise ValueError(f"{what} must be true or false, got {one_line(repr(text), 60)}")
+    return text.lower() == "true"
 
 
 def _int(text: str, what: str, low: int | None = None, high: int | None = None) -> int:
