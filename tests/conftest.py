@@ -35,6 +35,9 @@ from azjax.games import make_game
 # may read an entry another is still writing: JAX then warns and compiles the program itself.
 _CACHE = os.environ.get("AZJAX_TEST_CACHE_DIR") or tempfile.mkdtemp(prefix="azjax-jax-cache-")
 os.environ["AZJAX_TEST_CACHE_DIR"] = _CACHE
+# The commands the tests run (in process through azjax.cli.main, or as subprocesses) use the same directory, not
+# the user's ~/.cache/azjax/jax that a training run or arena on the same machine may be writing at that moment.
+os.environ.setdefault("AZJAX_CACHE_DIR", _CACHE)
 jax.config.update("jax_compilation_cache_dir", _CACHE)
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 

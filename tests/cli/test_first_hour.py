@@ -251,4 +251,4 @@ def test_the_notebook_pins_a_gpu_jax_that_matches_the_projects_pin_and_has_a_bad
 def test_the_tensorboard_suggestion_names_an_extra_that_installs_it():
     text = (ROOT / "pyproject.toml").read_text()
     assert re.search(r'^tb = \["tensorboard', text, re.M)
-    assert 'pip install -e ".[tb]"' in (ROOT / "README.md").read_text()
+    assert 'pip install -e ".[tb]"' in (ROOT / "docs" / "cli.md").read_text()  # where a run's outputs are listed
