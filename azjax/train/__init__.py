@@ -235,8 +235,9 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
     print(f"azjax run {run_dir} ({'resuming' if resume else 'new'}), {jax.device_count()} device(s) "
           f"[{jax.devices()[0].platform}]\n{config_summary(config)} (every field: {run_dir / ckpt.CONFIG_FILE})",
           flush=True)
-    # A missing warm-start model, or one whose trunk differs, is refused before anything is written too.
-    source = load_source(config) if config.init_from else None
+    # A missing warm-start model, or one whose trunk differs, is refused before anything is written too. A resumed
+    # run has its own weights: it needs the model only if it stopped before its first checkpoint.
+    source = load_source(config) if config.init_from and not resume else None
     trainer = Trainer(config)
     check_run_fits(trainer)  # from shapes, before the step compiles or the run directory is written
     if source is not None:
@@ -262,7 +263,8 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
             log.truncate(start)
             print(f"resumed from step {start}", flush=True)
 
-    if source is not None and start == 0:
+    if config.init_from and start == 0:
+        source = source or load_source(config)
         params, report = warm_start(jax.device_get(state.params), source, config.init_from)
         params = jax.tree.map(lambda new, old: jax.device_put(new, old.sharding), params, state.params)
         state = state.replace(params=params, params_average=params if state.params_average is not None else None)
