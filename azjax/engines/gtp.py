@@ -67,14 +67,13 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, TextIO
 
-from azjax.engines.loading import EngineLoad, one_line, start_engine
+from azjax.engines.loading import EngineLoad, LoadingFrontEnd, one_line, start_engine
 from azjax.engines.records import format_go_score
 from azjax.engines.streaming import LineReader, analysis_cap, growing_visits
 
 if TYPE_CHECKING:  # the engine module (flax, mctx) is imported by the background load, after the handshake
     from azjax.engines.engine import Engine
     from azjax.engines.lc0 import SearchResult
-    from azjax.engines.position import Position
 
 VERSION = "0.1.0"
 COMMANDS = (
@@ -197,14 +196,14 @@ def engine_streams(inp: TextIO | None, out: TextIO | None) -> tuple[TextIO, Text
     return inp, out
 
 
-class GTPEngine:
+class GTPEngine(LoadingFrontEnd):
     """A GTP server over text streams (stdin/stdout by default; tests pass StringIO).
 
     `engine` may still be loading (`EngineLoad`): the handshake commands answer at once, the others wait for it.
     """
 
     def __init__(self, engine: Engine | EngineLoad, inp: TextIO | None = None, out: TextIO | None = None):
-        self.load = engine if isinstance(engine, EngineLoad) else EngineLoad.ready(engine)
+        super().__init__(engine)
         self.inp = inp if inp is not None else sys.stdin
         self.out = out if out is not None else sys.stdout
         self.time_settings: tuple[float, float, int] | None = None
@@ -231,15 +230,6 @@ class GTPEngine:
             "kata-analyze": self.cmd_kata_analyze,
             "quit": lambda a: "",
         }
-
-    @property
-    def engine(self) -> Engine:
-        """The engine; waits for the background load (raises EngineLoadError, a ValueError, if it failed)."""
-        return self.load.get()
-
-    @property
-    def position(self) -> Position:
-        return self.engine.position  # the game on the board: the engine searches it, commands change it
 
     # ----- the loop
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from azjax.engines.engine import Engine
+    from azjax.engines.position import Position
 
 
 def one_line(message: str, limit: int = 300) -> str:
@@ -129,3 +130,22 @@ def start_engine(args: argparse.Namespace, command: str, err: TextIO | None = No
         return Engine.from_checkpoint(args.checkpoint, **kwargs)
 
     return EngineLoad(build, defaults, what=f"checkpoint {args.checkpoint}", err=err, prefix=f"azjax {command}: ")
+
+
+class LoadingFrontEnd:
+    """What a protocol front end (GTP, UCI) holds of its engine: the load, and the engine and position once loaded.
+
+    `engine` may still be loading: the front end answers what it can at once and waits here for the rest.
+    """
+
+    def __init__(self, engine: Engine | EngineLoad) -> None:
+        self.load = engine if isinstance(engine, EngineLoad) else EngineLoad.ready(engine)
+
+    @property
+    def engine(self) -> Engine:
+        """The engine; waits for the background load (raises EngineLoadError, a ValueError, if it failed)."""
+        return self.load.get()
+
+    @property
+    def position(self) -> Position:
+        return self.engine.position  # the game on the board: the engine searches it, commands change it

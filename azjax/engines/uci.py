@@ -63,19 +63,18 @@ from typing import TYPE_CHECKING, TextIO
 
 from azjax.engines.gtp import engine_streams
 from azjax.engines.lc0 import SearchResult, format_table, wdl_from_q
-from azjax.engines.loading import EngineLoad, EngineLoadError, one_line, start_engine
+from azjax.engines.loading import EngineLoad, EngineLoadError, LoadingFrontEnd, one_line, start_engine
 from azjax.engines.streaming import MAX_INFINITE_FACTOR, MAX_VISITS, growing_visits
 from azjax.games import STANDARD_FEN
 
 if TYPE_CHECKING:  # the engine module (flax, mctx) is imported by the background load, after the handshake
     from azjax.engines.engine import Engine
-    from azjax.engines.position import Position
 
 INFO_INTERVAL_MS = 1000  # default of the InfoInterval option
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
-class UCIEngine:
+class UCIEngine(LoadingFrontEnd):
     """A UCI server over text streams (stdin/stdout by default; tests pass StringIO/pipes).
 
     `engine` may still be loading (`EngineLoad`): `uci` answers at once, `isready` and the commands that read or
@@ -83,7 +82,7 @@ class UCIEngine:
     """
 
     def __init__(self, engine: Engine | EngineLoad, inp: TextIO | None = None, out: TextIO | None = None):
-        self.load = engine if isinstance(engine, EngineLoad) else EngineLoad.ready(engine)
+        super().__init__(engine)
         if self.load.defaults.game != "chess":
             raise ValueError(f"UCI is for chess; this checkpoint plays {self.load.defaults.game}")
         self.inp = inp if inp is not None else sys.stdin
@@ -95,15 +94,6 @@ class UCIEngine:
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._infinite = False  # the search in progress waits for `stop`
-
-    @property
-    def engine(self) -> Engine:
-        """The engine; waits for the background load (raises EngineLoadError, a ValueError, if it failed)."""
-        return self.load.get()
-
-    @property
-    def position(self) -> Position:
-        return self.engine.position  # the game on the board: the engine searches it, commands change it
 
     # ----- output
 
