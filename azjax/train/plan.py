@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 
 from azjax.config import Config
-from azjax.train.loop import Trainer, loss_fn, with_head_health
+from azjax.train.loop import Trainer, local_sizes, loss_fn, with_head_health
 
 GIB = 2.0**30
 
@@ -100,12 +100,9 @@ def per_device_config(config: Config, num_devices: int) -> Config:
     shapes a device holds are those of this config on one device)."""
     if num_devices == 1:
         return config
-    for name in ("num_envs", "batch_size"):
-        if getattr(config, name) % num_devices:
-            raise ValueError(f"{name}={getattr(config, name)} is not divisible by the {num_devices} devices")
-    return config.replace(num_envs=config.num_envs // num_devices, batch_size=config.batch_size // num_devices,
-                          replay_size=config.replay_size // num_devices,
-                          min_replay_size=min(config.min_replay_size, config.replay_size // num_devices),
+    sizes = local_sizes(config, num_devices)  # the loop's own split, with its checks
+    return config.replace(num_envs=sizes.num_envs, batch_size=sizes.batch_size, replay_size=sizes.replay_size,
+                          min_replay_size=min(config.min_replay_size, sizes.replay_size),
                           archive_size=max(1, config.archive_size // num_devices),
                           start_queue_size=max(1, config.start_queue_size // num_devices))
 
