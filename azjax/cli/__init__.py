@@ -62,14 +62,19 @@ def enable_compilation_cache(enabled: bool = True, announce: bool = False) -> st
     Returns the directory (None when off). `announce` prints it on stderr (stdout belongs to GTP/UCI).
     """
     import jax
+    from jax.experimental.compilation_cache import compilation_cache
 
     cache = compile_cache_dir() if enabled else None
     if cache is not None:
         jax.config.update("jax_compilation_cache_dir", cache)
+        jax.config.update("jax_enable_compilation_cache", True)
         # Only programs that took a while to build are worth a disk entry (the loop takes many seconds).
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
     else:  # also against a directory given to JAX by its own variables
         jax.config.update("jax_enable_compilation_cache", False)
+    # JAX decides once per process, at its first compile, whether the cache is used: without this reset a switch
+    # made after anything was compiled (an in-process command, a test) would be silently ignored.
+    compilation_cache.reset_cache()
     if announce:
         where = cache or "off (--no-compile-cache or AZJAX_CACHE_DIR=off)"
         print(f"JAX compilation cache: {where}", file=sys.stderr, flush=True)

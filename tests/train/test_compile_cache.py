@@ -57,3 +57,31 @@ def test_every_command_prints_its_cache_directory_on_stderr_and_the_flag_turns_i
     assert off.returncode == 2 and "JAX compilation cache: off" in off.stderr
     off_env = _cli(["play", str(tmp_path / "missing")], AZJAX_CACHE_DIR="off")
     assert "JAX compilation cache: off" in off_env.stderr
+
+
+def test_turning_the_cache_off_after_a_compile_stops_it_writing_and_turning_it_on_again_resumes(tmp_path):
+    # JAX decides at a process's first compile whether it uses the cache; a switch after that must still hold.
+    script = """
+import jax, jax.numpy as jnp
+from azjax.cli import enable_compilation_cache
+enable_compilation_cache()
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.jit(lambda x: jnp.sin(x) + 1)(jnp.ones(3)).block_until_ready()
+before = {p.name for p in __import__("pathlib").Path(CACHE).iterdir()}
+enable_compilation_cache(enabled=False)
+jax.jit(lambda x: jnp.cos(x) * 7)(jnp.ones(3)).block_until_ready()
+off = {p.name for p in __import__("pathlib").Path(CACHE).iterdir()}
+enable_compilation_cache()
+jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
+jax.jit(lambda x: jnp.tan(x) - 3)(jnp.ones(3)).block_until_ready()
+on = {p.name for p in __import__("pathlib").Path(CACHE).iterdir()}
+print(len(before), len(off - before), len(on - off))
+"""
+    cache = tmp_path / "cache"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("AZJAX_", "JAX_COMPILATION_CACHE"))}
+    clean.update(PYTHONPATH=str(ROOT), JAX_PLATFORMS="cpu", AZJAX_CACHE_DIR=str(cache))
+    out = subprocess.run([sys.executable, "-c", f"CACHE = {str(cache)!r}\n{script}"], capture_output=True, text=True,
+                         env=clean, timeout=300)
+    assert out.returncode == 0, out.stderr
+    written_first, written_while_off, written_after = map(int, out.stdout.split())
+    assert written_first >= 1 and written_while_off == 0 and written_after >= 1, out.stdout

@@ -14,6 +14,7 @@ from pathlib import Path
 import jax
 import numpy as np
 import pytest
+from jax.experimental.compilation_cache import compilation_cache
 
 from azjax.cli import main
 from azjax.config import preset
@@ -39,13 +40,16 @@ LEARNS = {"moves_per_step": 8, "sgd_steps_per_step": 2}  # games end and SGD run
 @contextlib.contextmanager
 def no_persistent_cache() -> Iterator[None]:
     """Compiles without JAX's persistent cache: reading back one run's training step from it (written by another
-    test of this session) segfaulted a worker in two full-suite runs, though never when this test ran alone."""
+    test of this session) segfaulted a worker in three full-suite runs, though never when this test ran alone.
+    JAX fixes whether it uses the cache at a process's first compile, hence the resets."""
     before = jax.config.jax_enable_compilation_cache
     jax.config.update("jax_enable_compilation_cache", False)
+    compilation_cache.reset_cache()
     try:
         yield
     finally:
         jax.config.update("jax_enable_compilation_cache", before)
+        compilation_cache.reset_cache()
 
 
 def separate_run(config, steps: int = STEPS):
