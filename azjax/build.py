@@ -111,6 +111,7 @@ def make_network(config: Config, game: Game) -> PolicyValueNet:
         head_hidden_norm=config.head_hidden_norm,
         colour_plane=config.colour_plane,
         aux_heads=has_auxiliary_targets(config),
+        global_pooling=config.global_pooling,
     )
 
 

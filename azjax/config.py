@@ -42,6 +42,10 @@ class Config:
     # threats are good or bad by row parity for the first and the second player. Connect Four only (there the
     # stone counts tell the colour); Go's and chess's observations carry a colour plane of their own.
     colour_plane: bool = False
+    # KataGo's global pooling (Go only; docs/methods.md section 9): some residual blocks add a bias computed from
+    # the board's mean and max to every point, and the heads read pooled features instead of the flattened
+    # board, so one network's weights play every board size. False = AlphaZero's network.
+    global_pooling: bool = False
     # search
     search: Literal["gumbel", "puct"] = "gumbel"
     # The search of the trained network as a player (periodic evaluation, eval, arena, play, engines);
@@ -188,6 +192,11 @@ class Config:
         if self.colour_plane and self.game != "connect_four":
             raise ValueError(f"colour_plane applies to connect_four only ({self.game!r}'s observation has a "
                              "colour plane of its own)")
+        if self.global_pooling and not self.game.startswith("go_"):
+            raise ValueError(f"global_pooling applies to Go only (its policy is one logit per point plus pass), "
+                             f"not {self.game!r}")
+        if self.global_pooling and self.legacy_heads:
+            raise ValueError("global_pooling needs the normalised heads (legacy_heads=False)")
         if self.value_head == "sai" and not self.game.startswith("go_"):
             raise ValueError(f"value_head='sai' (sigmoid-komi values) applies to Go only, not {self.game!r}")
         for name in ("sai_official_komi_share", "branch_prob", "sensible_lambda"):

@@ -35,6 +35,25 @@ def first_player_plane(obs: jax.Array) -> jax.Array:
     return plane.astype(obs.dtype)
 
 
+def board_pool(x: jax.Array) -> jax.Array:
+    """KataGo's global pooling: [B, H, W, C] -> [B, 3C], each channel's mean over the board, that mean scaled by
+    (width - 14) / 10 (so a layer can tell board sizes apart), and its max. Nothing in it depends on H or W, so
+    the layers that read it play every board size."""
+    b, h, w, c = x.shape
+    mean = jnp.mean(x, axis=(1, 2))
+    # The max is read at its argmax: jnp.max's gradient divides by the count of entries equal to the max, which
+    # XLA's CPU backend at optimisation level 0 (the tests' setting) computed as 0, and the gradient came out NaN.
+    flat = x.reshape(b, h * w, c)
+    maximum = jnp.take_along_axis(flat, jnp.argmax(flat, axis=1)[:, None, :], axis=1)[:, 0, :]
+    return jnp.concatenate([mean, mean * (((h * w) ** 0.5 - 14.0) / 10.0), maximum], axis=-1)
+
+
+def global_pooling_blocks(num_blocks: int) -> frozenset[int]:
+    """Which residual blocks carry a global pooling branch: the second of every three (KataGo's 6-block nets
+    pool in 2 of their blocks), so even a 2-block trunk has one."""
+    return frozenset(i for i in range(num_blocks) if i % 3 == 1)
+
+
 class ResBlock(nn.Module):
     channels: int
     dtype: Any
@@ -43,6 +62,28 @@ class ResBlock(nn.Module):
     def __call__(self, x: jax.Array) -> jax.Array:
         y = nn.relu(nn.LayerNorm(dtype=self.dtype)(x))
         y = nn.Conv(self.channels, (3, 3), dtype=self.dtype)(y)
+        y = nn.relu(nn.LayerNorm(dtype=self.dtype)(y))
+        y = nn.Conv(self.channels, (3, 3), dtype=self.dtype)(y)
+        return x + y
+
+
+class GlobalPoolBlock(nn.Module):
+    """A residual block whose first convolution gets a per-channel bias read from the whole board (KataGo's
+    global pooling bias): a second 3x3 convolution of `pool_channels`, normalised, ReLU, `board_pool`, dense to
+    `channels`, added at every point. A shape, a ko or a group's liberties far away can then move every point's
+    features within one block: [B, H, W, C] -> [B, H, W, C]."""
+
+    channels: int
+    pool_channels: int
+    dtype: Any
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        y = nn.relu(nn.LayerNorm(dtype=self.dtype)(x))
+        g = nn.Conv(self.pool_channels, (3, 3), dtype=self.dtype, name="pool_conv")(y)
+        g = nn.relu(nn.LayerNorm(dtype=self.dtype, name="pool_norm")(g))
+        bias = nn.Dense(self.channels, dtype=self.dtype, name="pool_bias")(board_pool(g))
+        y = nn.Conv(self.channels, (3, 3), dtype=self.dtype)(y) + bias[:, None, None, :]
         y = nn.relu(nn.LayerNorm(dtype=self.dtype)(y))
         y = nn.Conv(self.channels, (3, 3), dtype=self.dtype)(y)
         return x + y
@@ -88,10 +129,13 @@ class ScalarHead(nn.Module):
     hidden: int
     dtype: Any
     hidden_norm: bool = True
+    pooled: bool = False  # read the head's features through `board_pool` rather than flattened (global pooling)
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
         v = HeadConv(self.filters, self.dtype, name="conv")(x)
+        if self.pooled:
+            v = board_pool(v.reshape(*x.shape[:3], self.filters))
         v = nn.Dense(self.hidden, dtype=self.dtype)(v)
         if self.hidden_norm:
             v = nn.LayerNorm(dtype=self.dtype, name="hidden_norm")(v)
@@ -112,6 +156,29 @@ class OwnershipHead(nn.Module):
         b, h, w, _ = x.shape
         o = HeadConv(self.filters, self.dtype, name="conv")(x).reshape(b, h, w, self.filters)
         return nn.Conv(1, (1, 1), dtype=self.dtype)(o)[..., 0]
+
+
+class PooledPolicyHead(nn.Module):
+    """KataGo's fully convolutional policy head for Go: one logit per point and one for pass, [B, H, W, C] ->
+    [B, H*W + 1] (pgx's Go actions: the points row by row, then pass). A 1x1 convolution's features get a bias
+    from the pooled features of a second one (as in `GlobalPoolBlock`), are normalised over the board and
+    ReLU'd (their active fraction is sown as `active`, the head's health), and a 1x1 convolution reads each
+    point's logit; pass is read from the pooled features. No layer sees the board's size."""
+
+    filters: int
+    dtype: Any
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        g = nn.relu(nn.LayerNorm(reduction_axes=(-3, -2, -1), dtype=self.dtype, name="pool_norm")(
+            nn.Conv(self.filters, (1, 1), dtype=self.dtype, name="pool_conv")(x)))
+        pooled = board_pool(g)
+        p = nn.Conv(self.filters, (1, 1), dtype=self.dtype, name="conv")(x)
+        p = p + nn.Dense(self.filters, dtype=self.dtype, name="pool_bias")(pooled)[:, None, None, :]
+        p = nn.relu(nn.LayerNorm(reduction_axes=(-3, -2, -1), dtype=self.dtype, name="norm")(p))
+        self.sow("intermediates", "active", jnp.mean((p > 0).astype(jnp.float32)))
+        points = nn.Conv(1, (1, 1), dtype=self.dtype, name="point_logits")(p).reshape(x.shape[0], -1)
+        return jnp.concatenate([points, nn.Dense(1, dtype=self.dtype, name="pass_logit")(pooled)], axis=-1)
 
 
 class PolicyValueNet(nn.Module):
@@ -143,6 +210,7 @@ class PolicyValueNet(nn.Module):
     head_hidden_norm: bool = True  # `Config.head_hidden_norm`: LayerNorm in the scalar heads' hidden layer
     colour_plane: bool = False  # `Config.colour_plane`: append `first_player_plane(obs)` to the input
     aux_heads: bool = False  # `Config.ownership_loss_weight` or `score_loss_weight` > 0: KataGo's extra heads
+    global_pooling: bool = False  # `Config.global_pooling` (Go): `GlobalPoolBlock`s, pooled heads, any board size
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, ...]:
@@ -150,17 +218,25 @@ class PolicyValueNet(nn.Module):
         if self.colour_plane:
             x = jnp.concatenate([x, first_player_plane(x)], axis=-1)
         x = nn.Conv(self.num_channels, (3, 3), dtype=self.dtype)(x)
-        for _ in range(self.num_blocks):
-            x = ResBlock(self.num_channels, self.dtype)(x)
+        pooling = global_pooling_blocks(self.num_blocks) if self.global_pooling else frozenset()
+        for i in range(self.num_blocks):
+            if i in pooling:
+                x = GlobalPoolBlock(self.num_channels, max(self.num_channels // 4, 1), self.dtype)(x)
+            else:
+                x = ResBlock(self.num_channels, self.dtype)(x)
         x = nn.relu(nn.LayerNorm(dtype=self.dtype)(x))
         if self.legacy_heads:
             return self._legacy_heads(x)
 
-        p = HeadConv(POLICY_HEAD_FILTERS, self.dtype, name="policy_head")(x)
-        logits = nn.Dense(self.num_actions, dtype=self.dtype)(p)
+        if self.global_pooling:
+            logits = PooledPolicyHead(VALUE_HEAD_FILTERS, self.dtype, name="policy_head")(x)
+        else:
+            p = HeadConv(POLICY_HEAD_FILTERS, self.dtype, name="policy_head")(x)
+            logits = nn.Dense(self.num_actions, dtype=self.dtype)(p)
 
         def scalar_head(name: str) -> jax.Array:
-            head = ScalarHead(VALUE_HEAD_FILTERS, self.num_channels, self.dtype, self.head_hidden_norm, name=name)
+            head = ScalarHead(VALUE_HEAD_FILTERS, self.num_channels, self.dtype, self.head_hidden_norm,
+                              pooled=self.global_pooling, name=name)
             return head(x).astype(jnp.float32)
 
         # Made at `init`, computed only where an apply collects them (SGD), never in the search.

@@ -206,3 +206,56 @@ def test_the_colour_plane_is_for_connect_four_and_old_configs_have_none() -> Non
         preset("go_7x7", colour_plane=True)
     saved = {k: v for k, v in preset("connect_four").to_dict().items() if k != "colour_plane"}
     assert Config.from_dict(saved).colour_plane is False
+
+
+# ---------------------------------------------------------------- KataGo's global pooling (Go)
+
+
+def _pooled(game: str, **overrides: object) -> tuple[object, object]:
+    config = preset(game, num_blocks=2, num_channels=8, global_pooling=True, **overrides)
+    g = make_game(game)
+    return make_network(config, g), g
+
+
+def test_with_global_pooling_one_networks_parameters_play_every_go_board_size() -> None:
+    from azjax.train.warm_start import layers_to_copy
+
+    net7, game7 = _pooled("go_7x7", ownership_loss_weight=1.5, score_loss_weight=0.1)
+    net9, game9 = _pooled("go_9x9", ownership_loss_weight=1.5, score_loss_weight=0.1)
+    params7 = init_params(net7, game7, jax.random.key(0))
+    params9 = init_params(net9, game9, jax.random.key(1))
+    assert jax.tree.map(jnp.shape, params7) == jax.tree.map(jnp.shape, params9)
+    copied, fresh = layers_to_copy(params9, params7, "the 7x7 model")
+    assert fresh == () and any("GlobalPoolBlock_0" in p for p in copied)  # a 7x7 run hands a 9x9 run everything
+    obs = jax.random.bernoulli(jax.random.key(2), 0.3, (3, *game9.observation_shape)).astype(jnp.float32)
+    logits, value = net9.apply(params7, obs)
+    assert logits.shape == (3, 82) and value.shape == (3,)
+    assert np.isfinite(np.asarray(logits)).all() and np.ptp(np.asarray(value)) > 0
+
+
+def test_global_pooling_off_leaves_the_network_as_it_was_and_on_adds_pooling_blocks() -> None:
+    game = make_game("go_7x7")
+    plain = init_params(make_network(preset("go_7x7", num_blocks=2, num_channels=8), game), game, jax.random.key(0))
+    pooled = init_params(_pooled("go_7x7")[0], game, jax.random.key(0))
+    assert "GlobalPoolBlock_0" not in plain["params"] and "Dense_0" in plain["params"]  # the flattened-board policy
+    assert set(pooled["params"]) == {"Conv_0", "ResBlock_0", "GlobalPoolBlock_0", "LayerNorm_0", "policy_head",
+                                     "value_head"}
+
+
+def test_a_pooled_networks_value_reads_the_whole_board() -> None:
+    # A stone anywhere on the board can move the value: the pooled head sees every point, not one region.
+    net, game = _pooled("go_9x9")
+    params = init_params(net, game, jax.random.key(3))
+    empty = jnp.zeros((1, *game.observation_shape))
+    corners = [empty.at[0, r, c, 0].set(1.0) for r, c in ((0, 0), (0, 8), (8, 0), (8, 8))]
+    values = np.asarray(net.apply(params, jnp.concatenate([empty, *corners]))[1])
+    assert np.all(np.abs(values[1:] - values[0]) > 0)
+
+
+def test_global_pooling_is_for_go_and_needs_the_normalised_heads() -> None:
+    for game in ("chess", "connect_four"):
+        with pytest.raises(ValueError, match="global_pooling applies to Go only"):
+            preset(game, global_pooling=True)
+    with pytest.raises(ValueError, match="global_pooling needs the normalised heads"):
+        preset("go_9x9", global_pooling=True, legacy_heads=True)
+    assert Config.from_dict({"game": "go_9x9"}).global_pooling is False  # a config.json saved before it existed

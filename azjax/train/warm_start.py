@@ -3,7 +3,8 @@ networks is copied, the others keep their fresh initialisation.
 
 The trunk (the stem and the residual blocks) and the heads' 1x1 convolutions do not depend on the board, so a
 network trained on 7x7 Go hands them to a 9x9 run; the heads' dense layers, which read the flattened board, start
-afresh. A trunk that differs (blocks, channels, input planes) is refused: nothing would carry over.
+afresh, unless both use KataGo's global pooling (`global_pooling`): then no layer reads the board's size and all
+of them carry over. A trunk that differs (blocks, channels, input planes) is refused: nothing would carry over.
 
     source = load_source(config)                 # before the run directory is written: a bad path is one line
     params, report = warm_start(params, source, config.init_from)  # report.copied / .fresh: parameter paths
@@ -20,7 +21,8 @@ import jax.numpy as jnp
 from azjax.build import load_model
 from azjax.config import Config
 
-TRUNK_PREFIXES = ("Conv_0", "ResBlock_")  # the stem and the residual blocks (`azjax.network.PolicyValueNet`)
+# The stem and the residual blocks (`azjax.network.PolicyValueNet`).
+TRUNK_PREFIXES = ("Conv_0", "ResBlock_", "GlobalPoolBlock_")
 
 
 @dataclasses.dataclass(frozen=True)

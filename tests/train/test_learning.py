@@ -123,6 +123,43 @@ def test_with_the_gradients_sign_flipped_the_same_sgd_steps_raise_the_tanh_loss(
     assert after["value_loss"] > before["value_loss"] and after["loss"] > before["loss"], (before, after)
 
 
+# ---------------------------------------------------------------- KataGo's global pooling (Go)
+
+
+def _pooled_go_trainer(tiny_overrides: dict) -> Trainer:
+    config = preset("go_7x7", **{**tiny_overrides, **LEARNING, "num_blocks": 2}, global_pooling=True)
+    return Trainer(config, devices=jax.devices()[:1])
+
+
+def _pooled_go_batch(trainer: Trainer) -> tuple[rb.Replay, float, float]:
+    """As `_c4_batch`, on 7x7 Go positions: a random result and a random legal move per position."""
+    states = _random_positions(trainer, POSITIONS, seed=4)
+    rng = np.random.default_rng(5)
+    policy = _one_hot_legal(states, rng)
+    z = jnp.asarray(rng.permutation(np.repeat([-1.0, 1.0], POSITIONS // 2)).astype(np.float32))
+    mean_policy = np.asarray(policy).mean(0)
+    constant_policy_loss = float(-(mean_policy * np.log(np.where(mean_policy > 0, mean_policy, 1))).sum())
+    return _replay(trainer, states.observation, policy, z), float(np.var(np.asarray(z))), constant_policy_loss
+
+
+def test_sgd_teaches_the_pooled_heads_of_a_global_pooling_network_below_what_constant_heads_can_reach(
+        tiny_overrides):
+    trainer = _pooled_go_trainer(tiny_overrides)
+    replay, constant_value_loss, constant_policy_loss = _pooled_go_batch(trainer)
+    before, after = (_losses(trainer, p, replay) for p in _train(trainer, replay))
+    # The value reads the board only through its pooled means and maxima, the policy one logit per point: both
+    # must still tell the positions apart.
+    assert after["value_loss"] < 0.5 * constant_value_loss, (before, after)
+    assert after["policy_loss"] < constant_policy_loss - 0.3, (before, after, constant_policy_loss)
+
+
+def test_with_the_gradients_sign_flipped_the_same_sgd_steps_raise_the_pooled_heads_loss(tiny_overrides):
+    trainer = _flip_the_gradients_sign(_pooled_go_trainer(tiny_overrides))
+    replay, _, _ = _pooled_go_batch(trainer)
+    before, after = (_losses(trainer, p, replay) for p in _train(trainer, replay))
+    assert after["value_loss"] > before["value_loss"] and after["loss"] > before["loss"], (before, after)
+
+
 # ---------------------------------------------------------------- SAI's sigmoid-komi value head
 
 KBARS = np.array([-3.0, -1.0, 1.0, 3.0], np.float32)  # signed komi, from the view of the player to move
