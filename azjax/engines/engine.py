@@ -175,6 +175,10 @@ class Engine:
 
     def set_tree_reuse(self, on: bool) -> None:
         self.tree_reuse = bool(on)
+        self.clear_tree()
+
+    def clear_tree(self) -> None:
+        """Forgets the kept tree (a new game: lc0 and KataGo start it with an empty tree too)."""
         self.kept = None
 
     @property

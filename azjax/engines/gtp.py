@@ -303,6 +303,7 @@ class GTPEngine(LoadingFrontEnd):
 
     def cmd_clear_board(self, args: list[str]) -> str:
         self.position.reset()
+        self.engine.clear_tree()
         return ""
 
     def cmd_komi(self, args: list[str]) -> str:

@@ -150,6 +150,7 @@ class UCIEngine(LoadingFrontEnd):
             elif cmd == "ucinewgame":
                 self.finish_search()
                 self.position.reset()
+                self.engine.clear_tree()
             elif cmd == "position":
                 self.finish_search()
                 self.cmd_position(args)
