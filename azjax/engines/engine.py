@@ -122,8 +122,9 @@ class Engine:
         deterministic anyway).
       tree_reuse: `search` continues the last search's tree when the position is its root or one or two moves
         below it (lc0, KataGo): the subtree under the moves played is kept, and the search adds visits until the
-        root has the budget's (`visits` counts the kept ones, as KataGo's maxVisits does). PUCT searches without
-        search-contempt only (`azjax.search.reuse` says why); others search afresh. Off: every search is fresh.
+        root has the budget's (`visits` counts the kept ones, as KataGo's maxVisits does; a kept root with more
+        visits than that, from an analysis, is searched no further). PUCT searches without search-contempt only
+        (`azjax.search.reuse` says why); others search afresh. Off: every search is fresh.
     """
 
     def __init__(self, config: Config, params: Any, *, visits: int | None = None, n_scl: int | None = None,
@@ -146,6 +147,7 @@ class Engine:
         self.compile_seconds = 0.0  # spent compiling searches, kept out of `search_seconds`
         self.tree_reuse = bool(tree_reuse)
         self.kept: KeptTree | None = None  # the last search's tree (tree reuse)
+        self._empty_trees: dict[SearchSpec, Any] = {}
 
     clock: Callable[[], float] = staticmethod(time.perf_counter)  # seconds; tests set a fake clock
 
@@ -204,26 +206,38 @@ class Engine:
         self.key, sub = jax.random.split(self.key)
         plies = self.kept.plies_to(start, actions) if self.kept is not None else None
         descended = np.array([plies is not None and plies[0, 0] >= 0])
-        previous = self.kept.tree if plies is not None else None
+        budget = np.array([visits + 1], np.int32)  # root visits, the kept ones included
         if plies is None:  # nothing to continue: an empty tree of this size (the same compiled search)
-            previous = empty_search_tree(spec, self.game, self.evaluate, self.params, states)
-        elif previous.node_visits.shape[1] != spec.num_simulations + 1:  # another size: move to this one first
-            previous, _ = _jitted_subtree(previous, plies, spec.num_simulations + 1)
-            plies = None
-        if plies is None:
+            previous = self._empty_tree(spec, states)
             plies = np.full((1, MAX_REUSED_PLIES), -1, np.int32)
-        search = self._executable(spec, sub, states, previous, plies, descended)
+        else:
+            previous = self.kept.tree
+            size = previous.node_visits.shape[1]
+            if size < visits + 1:  # a smaller tree than this search's: its subtree moves into one of this size
+                previous, _ = _jitted_subtree(previous, plies, visits + 1)
+                plies = np.full((1, MAX_REUSED_PLIES), -1, np.int32)
+            elif size > visits + 1:
+                # A bigger tree (an analysis grew it): the subtree is searched on in that size, to this budget, so
+                # that nothing is dropped; it moves into a tree of this size once it fits (here or a move later).
+                moved, kept_nodes = _jitted_subtree(previous, plies, visits + 1)
+                if int(kept_nodes[0]) > 0:
+                    previous, plies = moved, np.full((1, MAX_REUSED_PLIES), -1, np.int32)
+                else:
+                    spec = self.spec(size - 1)
+        search = self._executable(spec, sub, states, previous, plies, descended, budget)
         t0 = self.clock()
-        out, tree = search(self.params, sub, states, previous, plies, descended)
+        out, tree = search(self.params, sub, states, previous, plies, descended, budget)
         out = jax.device_get(out)
         seconds = self.clock() - t0
         self.kept = KeptTree(tree, start, actions, inherited=int(out["kept_nodes"][0]))
-        reused = int(out["reused_visits"][0])
-        # The time a fresh search of `visits` would take (what `visits_for_time` plans with): a search that started
-        # with `reused` of its visits ran only the others.
-        self.search_seconds[(visits, 1)] = seconds * visits / max(visits - reused, 1)
         result = self._result(pos.state, {k: v[0] for k, v in out.items()}, seconds, child_pvs)
-        return dataclasses.replace(result, reused_visits=reused)
+        result = dataclasses.replace(result, reused_visits=int(out["reused_visits"][0]))
+        # `visits_for_time` plans with the time a fresh search of `visits` takes: a search that ran at least half of
+        # them gives it in proportion (one that ran fewer would mostly time its fixed costs).
+        new = result.visits - result.reused_visits
+        if new >= max(visits // 2, 1):
+            self.search_seconds[(visits, 1)] = seconds * visits / new
+        return result
 
     def search_batch(self, states: Sequence[GameState], visits: int | None = None,
                      batch_size: int | None = None, child_pvs: bool | None = None) -> list[SearchResult]:
@@ -253,10 +267,16 @@ class Engine:
                 results.append(self._result(s, {k: v[i] for k, v in out.items()}, seconds / len(chunk), child_pvs))
         return results
 
+    def _empty_tree(self, spec: SearchSpec, states: GameState) -> Any:
+        """A tree of `spec`'s size with nothing to keep, for a first search (made once per size)."""
+        if spec not in self._empty_trees:
+            self._empty_trees[spec] = empty_search_tree(spec, self.game, self.evaluate, self.params, states)
+        return self._empty_trees[spec]
+
     def _executable(self, spec: SearchSpec, key: jax.Array, states: GameState, *reused: Any) -> Callable[..., Any]:
         """The search for `spec` on batches shaped as `states`, compiled on first use (the time goes to
-        `compile_seconds`). With `reused` (the previous tree, of this search's size, the plies from its root and whether
-        they descend): the search that continues it."""
+        `compile_seconds`). With `reused` (the previous tree, of the search's size, the plies from its root, whether
+        they descend and the root visits to reach): the search that continues it."""
         cache_key = (spec, self.game, self.evaluate, int(states.current_player.shape[0]))
         if reused:
             cache_key += ("reused",)

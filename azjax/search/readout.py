@@ -56,12 +56,14 @@ def search_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator, params:
 
 
 def reused_search_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator, params: Any, key: jax.Array,
-                             states: GameState, tree: mctx.Tree, plies: jax.Array, descended: jax.Array
-                             ) -> tuple[dict[str, jax.Array], mctx.Tree]:
+                             states: GameState, tree: mctx.Tree, plies: jax.Array, descended: jax.Array,
+                             budget: jax.Array) -> tuple[dict[str, jax.Array], mctx.Tree]:
     """`search_statistics` of a PUCT search that continues the subtree of `tree` (an earlier search's, any number of
     nodes) under `plies` (int32 [B, P], -1 = no move; `states` [B] are the positions they lead to), to the same
     budget of spec.num_simulations + 1 root visits (`azjax.search.reuse`). descended (bool [B]): the root is below
-    the root of the search that made it (`reused_muzero_policy`), so its prior gets the root's treatment.
+    the root of the search that made it (`reused_muzero_policy`), so its prior gets the root's treatment. budget
+    (int32 [B]): the root visits to reach, at most spec.num_simulations + 1 (fewer: a tree kept from a longer search,
+    continued in its own size).
 
     Returns (read-out, the new tree); the read-out also holds `reused_visits` [B], the root child visits the search
     started with (0 where nothing was kept), and `kept_nodes` [B], the nodes it started with (the new tree's nodes
@@ -69,7 +71,7 @@ def reused_search_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator, 
     kept, size = subtree(tree, plies, spec.num_simulations + 1)
     root, recurrent_fn, invalid = search_inputs(game, evaluate, params, states)
     out = reused_muzero_policy(params, key, kept, size, root, recurrent_fn, spec.num_simulations,
-                               invalid_actions=invalid, descended=descended, pb_c_init=spec.pb_c_init,
+                               invalid_actions=invalid, descended=descended, budget=budget, pb_c_init=spec.pb_c_init,
                                dirichlet_fraction=spec.dirichlet_fraction, dirichlet_alpha=spec.dirichlet_alpha)
     stats = tree_statistics(spec, out, states)
     stats["reused_visits"] = jnp.where(size > 0, kept.node_visits[:, mctx.Tree.ROOT_INDEX] - 1, 0)

@@ -17,8 +17,9 @@ node first_free[b] + k, and game b runs its own number of simulations (the other
 Budget (KataGo's maxVisits, lc0's visits limit): a search of `num_simulations` S ends, as a fresh one does, with
 S + 1 root visits in a tree of S + 1 nodes; a reused root that arrives with n visits runs S + 1 - n new
 simulations. Each reused node was made by one simulation through the new root (or is the root), so the subtree
-has at most n nodes and the new ones fit. A subtree bigger than the tree (a search of fewer visits than the last)
-is not reused.
+has at most n nodes and the new ones fit. `subtree` keeps nothing when the subtree has more nodes than the tree it
+is asked for; a caller that wants it all searches on in the old tree's size with a smaller `budget` (the engine
+does, after an analysis has grown its tree past the engine's visits).
 
 Which searches reuse (`reusable`): PUCT without search-contempt and with a plain evaluator.
   * PUCT: the root's prior is the node's stored network prior, given the root's treatment again (Dirichlet noise
@@ -204,6 +205,7 @@ def reused_muzero_policy(
     *,
     invalid_actions: jax.Array,
     descended: jax.Array,
+    budget: jax.Array | None = None,
     qtransform: Any = mctx.qtransform_by_parent_and_siblings,
     dirichlet_fraction: chex.Numeric = 0.25,
     dirichlet_alpha: chex.Numeric = 0.3,
@@ -219,8 +221,11 @@ def reused_muzero_policy(
       invalid_actions: bool [B, A] at the root.
       descended: bool [B]: the root is a node below the kept tree's root (its stored prior is the network's and gets
         the root's noise); False keeps the prior of a root searched before (an analysis that grows its tree).
-    Returns mctx's PolicyOutput, from a tree whose root ends with num_simulations + 1 visits (fewer where a max_depth
-    cut-off re-expanded a leaf of the kept tree; never more new simulations than the budget leaves).
+      budget: int32 [B], the root visits to reach (default num_simulations + 1, at most that): a tree bigger than
+        the budget (kept from a longer search) is searched on to the budget only, or not at all where its root has
+        more visits already.
+    Returns mctx's PolicyOutput, from a tree whose root ends with max(budget, its kept visits) visits (fewer where a
+    max_depth cut-off re-expanded a leaf of the kept tree).
     """
     rng_key, dirichlet_rng_key, search_rng_key = jax.random.split(rng_key, 3)
 
@@ -241,7 +246,10 @@ def reused_muzero_policy(
 
     interior = functools.partial(mctx.muzero_action_selection, pb_c_base=pb_c_base, pb_c_init=pb_c_init,
                                  qtransform=qtransform)
-    simulations = jnp.maximum(num_simulations + 1 - tree.node_visits[:, mctx.Tree.ROOT_INDEX], 0)
+    budget = num_simulations + 1 if budget is None else jnp.minimum(budget, num_simulations + 1)
+    # Each kept node was made by a simulation through the root (or is it), so size <= root visits and the new nodes
+    # fit: size + budget - root visits <= budget.
+    simulations = jnp.maximum(budget - tree.node_visits[:, mctx.Tree.ROOT_INDEX], 0)
     search_tree = continue_search(params, search_rng_key, tree, first_free=jnp.maximum(size, 1),
                                   num_simulations=simulations, recurrent_fn=recurrent_fn,
                                   root_action_selection_fn=functools.partial(interior, depth=0),

@@ -96,6 +96,25 @@ def test_growing_a_kept_tree_in_place_gives_a_valid_tree_with_the_old_nodes_firs
         assert s.n >= next(t.n for t in first.stats if t.action == s.action)
 
 
+def test_a_tree_bigger_than_the_next_search_is_searched_on_in_its_own_size_and_nothing_is_dropped(params):
+    """After an analysis grew the tree past the engine's visits, the move and the reply keep their whole subtree."""
+    engine = Engine(CONFIG, params)
+    engine.search()
+    engine.search(visits=2 * VISITS)
+    big = jax.device_get(engine.kept.tree)
+    actions, node = _most_visited_path(engine.kept.tree, 2)
+    n = int(big.node_visits[0, node])
+    assert n - 1 > VISITS, "the test needs a subtree bigger than a search of VISITS"
+    for a in actions:
+        engine.position.play_action(a)
+    result = engine.search()
+    assert result.reused_visits == result.visits == n - 1  # more than the budget already: no new visits
+    assert engine.kept.tree.node_visits.shape[1] == 2 * VISITS + 1
+    assert_valid_tree(jax.device_get(engine.kept.tree))
+    for s in result.stats:
+        assert s.n == big.children_visits[0, node, s.action]
+
+
 def test_a_position_that_does_not_follow_the_last_search_is_searched_afresh(params):
     engine = Engine(CONFIG, params)
     pos = engine.position
