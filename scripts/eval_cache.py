@@ -5,7 +5,7 @@
 
 An engine (azjax.engines.engine.Engine, PUCT evaluation search) plays `--plies` moves against itself from the start,
 `--visits` per move, with a 1 block x 8 channel network with random weights for each of `--games`, and with each
-trained model of `--models` (its search made PUCT: tree reuse is for PUCT searches). Random weights give peaked
+trained model of `--models` (its search made PUCT, whose budget counts the kept visits). Random weights give peaked
 priors and nearly constant values, so their PUCT trees are almost one line (each search keeps most of the last one's
 visits); trained models branch as real searches do. Each engine plays twice: with tree reuse and without it
 (the same engine with its kept tree dropped before each search, which searches exactly as an engine without reuse).

@@ -6,7 +6,7 @@ import mctx
 import numpy as np
 
 
-def assert_valid_tree(tree: mctx.Tree, rtol: float = 1e-5) -> None:
+def assert_valid_tree(tree: mctx.Tree, rtol: float = 1e-5, root_afresh: bool = False) -> None:
     """The invariants of mctx's search trees, for every game of a batched `tree` ([B, N] nodes):
 
       * the root and every node with a parent were visited, the other nodes never (they are unused);
@@ -15,6 +15,10 @@ def assert_valid_tree(tree: mctx.Tree, rtol: float = 1e-5) -> None:
         parent's per-child visits and values are the child's own;
       * a node's value is the visit-weighted mean of its own network value and its children's returns
         reward + discount x child value.
+
+    root_afresh: the root was started afresh over kept children (a reused Gumbel root): its per-child visits count
+    only this search's visits to each child (at most the child's own), its per-child values are the children's where
+    it visited them, and its value averages this search's returns only (not checked).
     """
     t = {name: np.asarray(getattr(tree, name)) for name in ("node_visits", "raw_values", "node_values", "parents",
                                                             "action_from_parent", "children_index", "children_visits",
@@ -29,9 +33,16 @@ def assert_valid_tree(tree: mctx.Tree, rtol: float = 1e-5) -> None:
         for n, a in zip(*np.nonzero(children >= 0), strict=True):
             c = children[n, a]
             assert c > n and parents[c] == n and t["action_from_parent"][b, c] == a, (b, n, a, c)
-            assert t["children_visits"][b, n, a] == visits[c], (b, n, a)
+            if root_afresh and n == mctx.Tree.ROOT_INDEX:
+                assert t["children_visits"][b, n, a] <= visits[c], (b, n, a)
+                if t["children_visits"][b, n, a] == 0:
+                    continue
+            else:
+                assert t["children_visits"][b, n, a] == visits[c], (b, n, a)
             assert t["children_values"][b, n, a] == t["node_values"][b, c], (b, n, a)
         assert (t["children_visits"][b][children < 0] == 0).all()
         returns = t["children_rewards"][b] + t["children_discounts"][b] * t["children_values"][b]  # [N, A]
         mean = (t["raw_values"][b] + (t["children_visits"][b] * returns).sum(-1)) / np.maximum(visits, 1)
-        np.testing.assert_allclose(t["node_values"][b][used], mean[used], rtol=rtol, atol=1e-5, err_msg=f"game {b}")
+        checked = used & ((np.arange(len(used)) != mctx.Tree.ROOT_INDEX) | (not root_afresh))
+        np.testing.assert_allclose(t["node_values"][b][checked], mean[checked], rtol=rtol, atol=1e-5,
+                                   err_msg=f"game {b}")

@@ -51,7 +51,7 @@ from azjax.engines.position import Position, _jitted_step, stack_states
 from azjax.games import ODDS_FENS, Game, GameState, check_fen
 from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec
 from azjax.search.readout import empty_search_tree, reused_search_statistics, search_statistics
-from azjax.search.reuse import reusable, subtree
+from azjax.search.reuse import reusable, subtree, tree_size
 
 
 @functools.cache
@@ -121,10 +121,12 @@ class Engine:
       seed: PRNG seed of the searches (Gumbel with gumbel_scale 0 and PUCT without noise are
         deterministic anyway).
       tree_reuse: `search` continues the last search's tree when the position is its root or one or two moves
-        below it (lc0, KataGo): the subtree under the moves played is kept, and the search adds visits until the
-        root has the budget's (`visits` counts the kept ones, as KataGo's maxVisits does; a kept root with more
-        visits than that, from an analysis, is searched no further). PUCT searches without search-contempt only
-        (`azjax.search.reuse` says why); others search afresh. Off: every search is fresh.
+        below it (lc0, KataGo): the subtree under the moves played is kept. PUCT adds visits until the root has the
+        budget's (`visits` counts the kept ones, as KataGo's maxVisits does; a kept root with more visits than
+        that, from an analysis, is searched no further). Gumbel starts the root afresh and runs `visits`
+        simulations from it over the kept subtrees of its children (sequential halving plans the root's visits
+        from zero). Not with search-contempt or a parent-aware (SAI) evaluator (`azjax.search.reuse` says why):
+        those search afresh. Off: every search is fresh.
     """
 
     def __init__(self, config: Config, params: Any, *, visits: int | None = None, n_scl: int | None = None,
@@ -206,20 +208,22 @@ class Engine:
         self.key, sub = jax.random.split(self.key)
         plies = self.kept.plies_to(start, actions) if self.kept is not None else None
         descended = np.array([plies is not None and plies[0, 0] >= 0])
-        budget = np.array([visits + 1], np.int32)  # root visits, the kept ones included
+        budget = np.array([visits + 1], np.int32)  # PUCT: root visits, the kept ones included
+        capacity = tree_size(spec.kind, visits)
         if plies is None:  # nothing to continue: an empty tree of this size (the same compiled search)
             previous = self._empty_tree(spec, states)
             plies = np.full((1, MAX_REUSED_PLIES), -1, np.int32)
         else:
             previous = self.kept.tree
             size = previous.node_visits.shape[1]
-            if size < visits + 1:  # a smaller tree than this search's: its subtree moves into one of this size
-                previous, _ = _jitted_subtree(previous, plies, visits + 1)
+            if size < capacity or (size > capacity and spec.kind == "gumbel"):
+                # Another size: the subtree moves into a tree of this search's size (Gumbel: if it fits).
+                previous, _ = _jitted_subtree(previous, plies, capacity)
                 plies = np.full((1, MAX_REUSED_PLIES), -1, np.int32)
-            elif size > visits + 1:
-                # A bigger tree (an analysis grew it): the subtree is searched on in that size, to this budget, so
-                # that nothing is dropped; it moves into a tree of this size once it fits (here or a move later).
-                moved, kept_nodes = _jitted_subtree(previous, plies, visits + 1)
+            elif size > capacity:
+                # A bigger PUCT tree (an analysis grew it): the subtree is searched on in that size, to this budget,
+                # so that nothing is dropped; it moves into a tree of this size once it fits (here or a move later).
+                moved, kept_nodes = _jitted_subtree(previous, plies, capacity)
                 if int(kept_nodes[0]) > 0:
                     previous, plies = moved, np.full((1, MAX_REUSED_PLIES), -1, np.int32)
                 else:

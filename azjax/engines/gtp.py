@@ -18,9 +18,9 @@ Conventions:
   * `boardsize` accepts only the checkpoint's board size (else `? unacceptable size`), `komi` sets
     the komi of the current game (kept across `clear_board`), `final_score` is Tromp-Taylor area
     scoring minus komi (`B+3.5`, `W+0.5`, `0`). These three are Go-only (`? ... Go only`).
-  * Tree reuse (`--tree_reuse`, default on; PUCT searches only): `genmove` and the analyses continue the last search's
-    tree when the position is its root or one or two moves below it (lc0, KataGo); `--visits` counts the root's
-    visits, the kept ones included.
+  * Tree reuse (`--tree_reuse`, default on): `genmove` and the analyses continue the last search's tree when the
+    position is its root or one or two moves below it (lc0, KataGo); under PUCT `--visits` counts the root's visits,
+    the kept ones included; under Gumbel the root's visits start afresh over its children's kept subtrees.
   * `genmove` never resigns; after the game has ended it answers `? the game is over` (`... cut short by the
     648-move cap` when the move cap ended it: Go runs to 8 x size² moves, far past pgx's own cap of 2 x size²
     and any real game).
@@ -42,7 +42,7 @@ Conventions:
         (... until the next command arrives; then the empty line that ends the response, and that command's answer)
     one line per interval, every visited move on it (most visited first, `order` 0, 1, ...), each line from a bigger
     search: the analysis searches again with double the visits each time (`azjax.engines.streaming`: from `--visits`
-    up to 16 x `--visits`, at most 8192), with tree reuse (`--tree_reuse`, on by default; PUCT searches) each search
+    up to 16 x `--visits`, at most 8192), with tree reuse (`--tree_reuse`, on by default) each search
     growing the last one's tree, and each line shows the latest finished search. The first search's line is sent as
     soon as it ends, then at most one line per interval (the searches finished in between are superseded); a search
     takes as long as it takes (it cannot be interrupted), so a line can come later than the interval, and the next

@@ -8,9 +8,10 @@ quit (also `d`: prints the board and FEN, as Stockfish does). Anything else answ
 never exits on bad input.
 
 Search and time: a search runs a fixed number of simulations per call and cannot be interrupted, so `go` runs
-whole searches in a background thread. With tree reuse (the `TreeReuse` option, on by default; PUCT searches only,
+whole searches in a background thread. With tree reuse (the `TreeReuse` option, on by default;
 `azjax.engines.engine.Engine`) a search continues the last one's tree when the position is its root or one or two
-moves below it, and a visit count is the root's total, the kept visits included (KataGo's maxVisits):
+moves below it; under PUCT a visit count is the root's total, the kept visits included (KataGo's maxVisits), under
+Gumbel the root's own visits start afresh over the kept subtrees of its children:
 
   * `go nodes N` searches N visits, rounded up to a power of two >= 8 so that few sizes are compiled
     (below the `Visits` option: at most `Visits`), at most 16 x `Visits` (an `info string` says so:

@@ -21,14 +21,21 @@ has at most n nodes and the new ones fit. `subtree` keeps nothing when the subtr
 is asked for; a caller that wants it all searches on in the old tree's size with a smaller `budget` (the engine
 does, after an analysis has grown its tree past the engine's visits).
 
-Which searches reuse (`reusable`): PUCT without search-contempt and with a plain evaluator.
-  * PUCT: the root's prior is the node's stored network prior, given the root's treatment again (Dirichlet noise
-    with `dirichlet_fraction` > 0: fresh noise; none for the engines' evaluation search). A root kept in place
-    (no move played, e.g. an analysis growing its tree) keeps the prior it was searched with.
-  * Gumbel MuZero: sequential halving plans the root's visits from zero (mctx's `gumbel_muzero_root_action_
-    selection` visits only the considered actions whose count equals the phase's, from the Gumbel draw of this
-    search); a root that arrives with the subtree's uneven counts matches no phase, so such a search would pick
-    arbitrary moves. Gumbel searches start afresh.
+Which searches reuse (`reusable`): PUCT and Gumbel MuZero, without search-contempt and with a plain evaluator.
+  * PUCT (`reused_muzero_policy`): the root's prior is the node's stored network prior, given the root's treatment
+    again (Dirichlet noise with `dirichlet_fraction` > 0: fresh noise; none for the engines' evaluation search). A
+    root kept in place (no move played, e.g. an analysis growing its tree) keeps the prior it was searched with.
+  * Gumbel MuZero (`reused_gumbel_muzero_policy`): sequential halving plans the root's visits from zero (mctx's
+    `gumbel_muzero_root_action_selection` visits the considered actions whose count is the phase's, and reads the
+    simulation's index off the root's visit counts), so a root that arrived with the subtree's uneven counts would
+    match no phase. Reuse there keeps everything below the root and starts the root afresh: its own visits and
+    value, and its counts and values per child, are those of a new root (1 visit, the network's value, none per
+    child); its children stay in the tree with their own statistics and subtrees. The search then runs its
+    num_simulations root visits from a new Gumbel draw, exactly as planned, and the first visit to a kept child
+    reads that child's value backed up over all its visits (not one new leaf's network value) and searches on below
+    it. So the budget is num_simulations new simulations, and the tree needs room for the kept subtree besides them:
+    `tree_size` gives Gumbel trees 2 x num_simulations + 1 nodes, and a subtree with more than num_simulations + 1
+    nodes is not kept.
   * Search-contempt: the frozen (opponent) nodes are the odd-depth ones; one ply down they are the even ones.
   * A `ParentAwareEvaluator` (SAI) values a node in the light of its root's context; a kept child was valued as a
     child, not as a root.
@@ -51,10 +58,13 @@ from azjax.search.contempt import (
     _apply_temperature,
     _get_logits_from_probs,
     _mask_invalid_actions,
+    _masked_argmax,
+    _score_considered,
 )
 from azjax.search.core import backward
 
-__all__ = ["continue_search", "empty_like_search", "reusable", "reused_muzero_policy", "subtree"]
+__all__ = ["continue_search", "empty_like_search", "reusable", "reused_gumbel_muzero_policy", "reused_muzero_policy",
+           "subtree", "tree_size"]
 
 NODE_FIELDS = ("node_visits", "raw_values", "node_values", "parents", "action_from_parent", "children_index",
                "children_prior_logits", "children_visits", "children_rewards", "children_discounts",
@@ -65,9 +75,15 @@ EMPTY = {"parents": mctx.Tree.NO_PARENT, "action_from_parent": mctx.Tree.NO_PARE
 
 
 def reusable(kind: str, n_scl: int | None, parent_aware: bool) -> bool:
-    """Whether a search of this kind can continue a kept tree (see the module docstring for why not Gumbel,
+    """Whether a search of this kind can continue a kept tree (see the module docstring for why not with
     search-contempt or a parent-aware evaluator)."""
-    return kind == "puct" and n_scl is None and not parent_aware
+    return kind in ("puct", "gumbel") and n_scl is None and not parent_aware
+
+
+def tree_size(kind: str, num_simulations: int) -> int:
+    """The nodes of a reusing search's tree: PUCT's budget counts the kept visits (num_simulations + 1 nodes); a
+    Gumbel root runs all its num_simulations afresh, beside a kept subtree of up to num_simulations + 1 nodes."""
+    return num_simulations + 1 if kind == "puct" else 2 * num_simulations + 1
 
 
 def _descend(tree: mctx.Tree, plies: jax.Array) -> jax.Array:
@@ -242,7 +258,7 @@ def reused_muzero_policy(
     root_prior = jnp.where(descended[:, None], noisy(stored), stored)
     tree = tree.replace(children_prior_logits=tree.children_prior_logits.at[:, 0].set(root_prior),
                         root_invalid_actions=invalid_actions, extra_data=None)
-    tree = jax.tree.map(lambda f, t: jnp.where(kept.reshape(kept.shape + (1,) * (f.ndim - 1)), t, f), fresh, tree)
+    tree = _select_kept(kept, fresh, tree)
 
     interior = functools.partial(mctx.muzero_action_selection, pb_c_base=pb_c_base, pb_c_init=pb_c_init,
                                  qtransform=qtransform)
@@ -257,4 +273,71 @@ def reused_muzero_policy(
     action_weights = search_tree.summary().visit_probs
     action_logits = _apply_temperature(_get_logits_from_probs(action_weights), temperature)
     action = jax.random.categorical(rng_key, action_logits)
+    return mctx.PolicyOutput(action=action, action_weights=action_weights, search_tree=search_tree)
+
+
+def _select_kept(kept: jax.Array, fresh: mctx.Tree, tree: mctx.Tree) -> mctx.Tree:
+    """Per game, `tree` where `kept` ([B]) else `fresh`."""
+    return jax.tree.map(lambda f, t: jnp.where(kept.reshape(kept.shape + (1,) * (f.ndim - 1)), t, f), fresh, tree)
+
+
+def reused_gumbel_muzero_policy(
+    params: Any,
+    rng_key: chex.PRNGKey,
+    tree: mctx.Tree,
+    size: jax.Array,
+    root: mctx.RootFnOutput,
+    recurrent_fn: mctx.RecurrentFn,
+    num_simulations: int,
+    *,
+    invalid_actions: jax.Array,
+    max_num_considered_actions: int = 16,
+    gumbel_scale: chex.Numeric = 1.0,
+    qtransform: Any = mctx.qtransform_completed_by_mix_value,
+) -> mctx.PolicyOutput:
+    """`mctx.gumbel_muzero_policy` (as `contempt_gumbel_muzero_policy` with n_scl None: the same PRNG splits) over a
+    kept tree whose root starts afresh (the module docstring says why and what is kept).
+
+    Args:
+      tree, size: `subtree`'s output (`tree_size("gumbel", num_simulations)` nodes); where size is 0, or above
+        num_simulations + 1 (no room for the new simulations), the search starts from `root` ([B]).
+      invalid_actions: bool [B, A] at the root.
+    Returns mctx's PolicyOutput: `action` [B] (the best considered root action by gumbel + logits + completed Q),
+    `action_weights` [B, A] = softmax(logits + completed Q), and the tree, whose root has num_simulations + 1 visits.
+    """
+    num_nodes = tree.node_visits.shape[1]
+    rng_key, gumbel_rng = jax.random.split(rng_key)
+    gumbel = gumbel_scale * jax.random.gumbel(gumbel_rng, shape=root.prior_logits.shape, dtype=root.prior_logits.dtype)
+    extra_data = mctx.GumbelMuZeroExtraData(root_gumbel=gumbel)
+    fresh = mctx_search.instantiate_tree_from_root(
+        root.replace(prior_logits=_mask_invalid_actions(root.prior_logits, invalid_actions)), num_nodes - 1,
+        root_invalid_actions=invalid_actions, extra_data=extra_data)
+    # The kept root as a new one: its stored prior (the network's, masked), 1 visit, the network's value, nothing per
+    # child; the children keep their own nodes.
+    at_root = (slice(None), mctx.Tree.ROOT_INDEX)
+    tree = tree.replace(
+        node_visits=tree.node_visits.at[at_root].set(1),
+        node_values=tree.node_values.at[at_root].set(tree.raw_values[at_root]),
+        children_prior_logits=tree.children_prior_logits.at[at_root].set(
+            _mask_invalid_actions(tree.children_prior_logits[at_root], invalid_actions)),
+        children_visits=tree.children_visits.at[at_root].set(0),
+        children_values=tree.children_values.at[at_root].set(0.0),
+        root_invalid_actions=invalid_actions, extra_data=extra_data)
+    kept = (size > 0) & (size + num_simulations <= num_nodes)
+    tree = _select_kept(kept, fresh, tree)
+
+    root_select = functools.partial(mctx.gumbel_muzero_root_action_selection, num_simulations=num_simulations,
+                                    max_num_considered_actions=max_num_considered_actions, qtransform=qtransform)
+    interior_select = functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform)
+    search_tree = continue_search(params, rng_key, tree, first_free=jnp.where(kept, size, 1),
+                                  num_simulations=jnp.full(size.shape, num_simulations, jnp.int32),
+                                  recurrent_fn=recurrent_fn, root_action_selection_fn=root_select,
+                                  interior_action_selection_fn=interior_select, max_depth=num_nodes - 1)
+    summary = search_tree.summary()
+    prior_logits = search_tree.children_prior_logits[at_root]
+    considered_visit = jnp.max(summary.visit_counts, axis=-1, keepdims=True)
+    completed_qvalues = jax.vmap(qtransform, in_axes=[0, None])(search_tree, search_tree.ROOT_INDEX)
+    to_argmax = _score_considered(considered_visit, gumbel, prior_logits, completed_qvalues, summary.visit_counts)
+    action = _masked_argmax(to_argmax, invalid_actions)
+    action_weights = jax.nn.softmax(_mask_invalid_actions(prior_logits + completed_qvalues, invalid_actions))
     return mctx.PolicyOutput(action=action, action_weights=action_weights, search_tree=search_tree)

@@ -1,7 +1,8 @@
 """Tree reuse in the engine (azjax/engines/engine.py, azjax/search/reuse.py): a search continues the last one's tree
 when the position is its root or one or two moves below it, and gives the old results when it is off.
 
-A tiny untrained 7x7 Go network with a PUCT evaluation search; one compiled search per visit count.
+A tiny untrained 7x7 Go network with a PUCT evaluation search (and a Gumbel one); one compiled search per visit
+count.
 """
 
 from __future__ import annotations
@@ -48,8 +49,10 @@ def _most_visited_path(tree: mctx.Tree, plies: int) -> tuple[list[int], int]:
     return actions, node
 
 
-def test_with_nothing_to_keep_the_reusing_engine_searches_as_the_engine_without_reuse_bit_for_bit(params):
-    reusing, fresh = Engine(CONFIG, params), Engine(CONFIG, params, tree_reuse=False)
+@pytest.mark.parametrize("kind", ["puct", "gumbel"])
+def test_with_nothing_to_keep_the_reusing_engine_searches_as_the_engine_without_reuse_bit_for_bit(params, kind):
+    config = CONFIG.replace(search=kind)
+    reusing, fresh = Engine(config, params), Engine(config, params, tree_reuse=False)
     assert reusing.reuses_trees and not fresh.reuses_trees
     for _ in range(3):
         reusing.kept = None
@@ -132,8 +135,20 @@ def test_a_position_that_does_not_follow_the_last_search_is_searched_afresh(para
     assert engine.search().reused_visits == 0
 
 
-def test_gumbel_and_search_contempt_engines_search_afresh(params):
-    assert not Engine(CONFIG.replace(eval_search="gumbel"), params).reuses_trees
+def test_a_gumbel_engine_keeps_the_subtrees_below_a_root_it_searches_afresh(params):
+    # 4 considered moves: 16 visits give the chosen one a subtree (16 considered would visit each once).
+    engine = Engine(CONFIG.replace(search="gumbel", max_num_considered_actions=4), params)
+    first = engine.search()
+    engine.position.play_action(first.best_action)  # Gumbel's choice was visited: its node is in the tree
+    result = engine.search()
+    assert engine.kept.inherited > 1  # the chosen move's subtree
+    assert result.visits == VISITS and result.reused_visits == 0  # sequential halving's own visits, from zero
+    tree = jax.device_get(engine.kept.tree)
+    assert tree.node_visits.shape[1] == 2 * VISITS + 1
+    assert_valid_tree(tree, root_afresh=True)
+
+
+def test_search_contempt_engines_search_afresh(params):
     assert not Engine(CONFIG, params, n_scl=2).reuses_trees
     engine = Engine(CONFIG, params)
     engine.set_tree_reuse(False)

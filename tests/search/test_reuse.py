@@ -16,9 +16,16 @@ import pytest
 from search_trees import assert_valid_tree
 
 from azjax.games import make_game
+from azjax.methods.playout_cap import pad_tree
 from azjax.search import search_inputs
-from azjax.search.contempt import contempt_muzero_policy
-from azjax.search.reuse import empty_like_search, reused_muzero_policy, subtree
+from azjax.search.contempt import contempt_gumbel_muzero_policy, contempt_muzero_policy
+from azjax.search.reuse import (
+    empty_like_search,
+    reused_gumbel_muzero_policy,
+    reused_muzero_policy,
+    subtree,
+    tree_size,
+)
 
 GAME = make_game("connect_four")
 A = GAME.num_actions
@@ -57,7 +64,23 @@ def _reused(key, states, tree, size, descended):
                                 descended=descended, **NOISE)
 
 
-_subtree = jax.jit(subtree)
+GUMBEL = dict(max_num_considered_actions=4, gumbel_scale=1.0)
+
+
+@jax.jit
+def _plain_gumbel(key, states):
+    root, recurrent_fn, invalid = search_inputs(GAME, _linear_evaluator, PARAMS, states)
+    return contempt_gumbel_muzero_policy(PARAMS, key, root, recurrent_fn, S, invalid, n_scl=None, **GUMBEL)
+
+
+@jax.jit
+def _reused_gumbel(key, states, tree, size):
+    root, recurrent_fn, invalid = search_inputs(GAME, _linear_evaluator, PARAMS, states)
+    return reused_gumbel_muzero_policy(PARAMS, key, tree, size, root, recurrent_fn, S, invalid_actions=invalid,
+                                       **GUMBEL)
+
+
+_subtree = jax.jit(subtree, static_argnums=2)
 
 
 @functools.cache
@@ -176,3 +199,42 @@ def test_a_root_kept_in_place_keeps_its_prior_and_a_full_budget_adds_nothing():
     # Full already: no new simulation, and nothing changed.
     for (path, a), b in zip(jax.tree_util.tree_leaves_with_path(grown), jax.tree.leaves(out.search_tree), strict=True):
         np.testing.assert_array_equal(a, b, err_msg=jax.tree_util.keystr(path))
+
+
+# ---------------------------------------------------------------- Gumbel MuZero: the root afresh, its children kept
+
+
+def test_a_gumbel_search_with_nothing_kept_is_the_plain_gumbel_search_bit_for_bit():
+    states = _roots()
+    plain = _plain_gumbel(jax.random.PRNGKey(3), states)
+    empty, _ = _subtree(plain.search_tree, jnp.full((3, 2), -1, jnp.int32), tree_size("gumbel", S))
+    ours = _reused_gumbel(jax.random.PRNGKey(3), states, empty_like_search(empty), jnp.zeros(3, jnp.int32))
+    np.testing.assert_array_equal(ours.action, plain.action)
+    np.testing.assert_array_equal(ours.action_weights, plain.action_weights)
+    # The same tree, in more nodes: the plain one's, then nodes no simulation reached.
+    padded = pad_tree(plain.search_tree, tree_size("gumbel", S))
+    for (path, a), b in zip(jax.tree_util.tree_leaves_with_path(ours.search_tree), jax.tree.leaves(padded),
+                            strict=True):
+        np.testing.assert_array_equal(a, b, err_msg=jax.tree_util.keystr(path))
+
+
+@pytest.mark.parametrize("plies", [1, 2])
+def test_a_reused_gumbel_root_runs_its_whole_budget_afresh_over_the_kept_subtrees_of_its_children(plies):
+    states = _roots()
+    first = _plain_gumbel(jax.random.PRNGKey(3), states)
+    moves = _played(first.search_tree, plies)
+    kept, size = _subtree(first.search_tree, jnp.asarray(moves), tree_size("gumbel", S))
+    grown = _reused_gumbel(jax.random.PRNGKey(5), _states_after(states, moves), kept, size).search_tree
+    assert_valid_tree(grown, root_afresh=True)
+    kept, grown, size = jax.device_get((kept, grown, size))
+    assert (size > 1).all()
+    np.testing.assert_array_equal(grown.node_visits[:, 0], S + 1)  # sequential halving's own S visits at the root
+    np.testing.assert_array_equal(grown.children_visits[:, 0].sum(-1), S)
+    for b in range(3):
+        k = int(size[b])
+        np.testing.assert_array_equal(grown.parents[b, :k], kept.parents[b, :k])  # the kept nodes stay where they were
+        for a in np.flatnonzero(kept.children_index[b, 0] >= 0):  # a kept child: its old visits plus the new ones
+            c = kept.children_index[b, 0, a]
+            assert grown.node_visits[b, c] == kept.node_visits[b, c] + grown.children_visits[b, 0, a]
+        below = np.arange(k) > 0
+        assert (grown.node_visits[b, :k][below] >= kept.node_visits[b, :k][below]).all()
