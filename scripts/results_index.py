@@ -38,6 +38,8 @@ MEASURES: dict[str, str] = {
     "compile_time.py": "time to build and run the first loop step with a cold and a warm compilation cache",
     "contempt_odds_connect_four.py": "score of the side playing second against visits, plain PUCT and search-contempt",
     "contempt_sweep.py": "self-play (w+l)/d and repeated game prefixes against search-contempt's n_scl",
+    "engine_matches.py": "azjax against Stockfish and GNU Go under a clock through UCI and GTP: scores and Elo",
+    "eval_cache.py": "how often an evaluation cache would hit in engine games, with tree reuse and without",
     "pons_benchmark.py": "errors on Pons' solver-labelled Connect Four test sets (a move that changes the result)",
     "pons_coverage.py": "errors on Pons' sets, split by whether the run's self-play reached each position",
     "pons_values.py": "values of Pons' positions grouped by their perfect-play result, with the win-loss AUC",
@@ -118,6 +120,12 @@ def plan_headline(d: dict[str, Any]) -> str:
     return f"{d['bytes_per_device'] / 2**30:.1f} GiB per device on {d['num_devices']} device(s)"
 
 
+def eval_cache_headline(d: dict[str, Any]) -> str:
+    rows = [r for r in d["rows"] if r["tree_reuse"]]
+    return "exact-input hit rate with tree reuse: " + ", ".join(
+        f"{r['game']} ({Path(r['network']).name}) {100 * r['exact']['hit_rate']:.2f}%" for r in rows)
+
+
 def variants_headline(d: dict[str, Any]) -> str:
     return "area under the error curve: " + ", ".join(f"{name} {100 * row['auc_mean']:.1f}%"
                                                       for name, row in d["table"].items())
@@ -135,6 +143,7 @@ HEADLINES: list[tuple[tuple[str, ...], Callable[[dict[str, Any]], str]]] = [
     (("results", "sims_per_s"), bench_headline),
     (("table", "variants"), variants_headline),
     (("bytes_per_device", "num_devices"), plan_headline),
+    (("rows", "search", "command"), eval_cache_headline),
 ]
 
 

@@ -550,6 +550,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--n_scl", type=nonnegative_int, default=None, help="search-contempt node limit (0: off)")
         p.add_argument("--search", choices=["gumbel", "puct"], default=None, help="override the checkpoint's search")
         p.add_argument("--seed", type=any_int, default=0)
+        p.add_argument("--tree_reuse", action=argparse.BooleanOptionalAction, default=True,
+                       help="continue the last search's tree under the moves played (default on; not with --n_scl)")
         p.set_defaults(func=cmd_gtp if name == "gtp" else cmd_uci)
 
     from azjax.cli.analyze import add_arguments as analyze_arguments

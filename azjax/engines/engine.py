@@ -12,9 +12,10 @@ checkpoint players share this class. The engine holds its position (the start st
 komi, or a chess FEN, plus the list of actions played) and searches it or any other states of its game.
 
 Searches run on a batch of one position (or a padded batch for `search_batch`), jitted once per
-(search spec, batch size); the jitted function returns only the root statistics (not the tree), so
-nothing large crosses to the host. Per-move statistics follow lc0's verbose move stats (docs/methods.md
-section 5), all from the view of the player to move at the root:
+(search spec, batch size); the jitted function returns only the root statistics to the host (with tree reuse, the
+tree too, kept on the device for the next search to continue), so nothing large crosses to the host. Per-move
+statistics follow lc0's verbose move stats (docs/methods.md section 5), all from the view of the player to move at
+the root:
 
   * N: root child visits; P: prior (network policy over legal moves, after masking);
   * Q: the child's mean backed-up value; for an unvisited child the root's search value (a
@@ -32,6 +33,7 @@ lc0 turns into centipawns: cp = 111.714640912 * tan(1.5620688421 * Q).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 import time
@@ -47,8 +49,9 @@ from azjax.config import Config
 from azjax.engines.lc0 import MoveStat, SearchResult, cp_from_q
 from azjax.engines.position import Position, _jitted_step, stack_states
 from azjax.games import ODDS_FENS, Game, GameState, check_fen
-from azjax.search import Evaluator, SearchSpec
-from azjax.search.readout import search_statistics
+from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec
+from azjax.search.readout import empty_search_tree, reused_search_statistics, search_statistics
+from azjax.search.reuse import reusable, subtree, tree_size
 
 
 @functools.cache
@@ -56,11 +59,48 @@ def _jitted_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator):
     return jax.jit(functools.partial(search_statistics, spec, game, evaluate))
 
 
+@functools.cache
+def _jitted_reused_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator):
+    return jax.jit(functools.partial(reused_search_statistics, spec, game, evaluate))
+
+
+# The subtree under the moves played re-indexed into a tree of another size (static), before a search of another
+# visit count continues it: a small program per pair of sizes, so that the search itself is compiled once per size.
+_jitted_subtree = jax.jit(subtree, static_argnums=2)
+
+
+@dataclasses.dataclass(frozen=True)
+class KeptTree:
+    """The tree of the engine's last search, for the next one to continue (tree reuse).
+
+    Attributes:
+      tree: the search tree (device arrays, batch of one).
+      start: (komi, start FEN) of the game it was searched in.
+      actions: the moves from that start to its root.
+      inherited: its nodes [0, inherited) came from the search before (the search evaluated the others).
+    """
+
+    tree: Any
+    start: tuple[float, str | None]
+    actions: tuple[int, ...]
+    inherited: int = 0
+
+    def plies_to(self, start: tuple[float, str | None], actions: Sequence[int]) -> np.ndarray | None:
+        """int32 [1, 2]: the moves (-1 padded) from this tree's root to the position (`start` plus `actions`), when
+        that position is the root or one or two moves below it; else None."""
+        extra = len(actions) - len(self.actions)
+        if start != self.start or not 0 <= extra <= MAX_REUSED_PLIES or tuple(actions[: len(self.actions)]) != \
+                self.actions:
+            return None
+        return np.array([list(actions[len(self.actions) :]) + [-1] * (MAX_REUSED_PLIES - extra)], np.int32)
+
+
 # (spec, game, evaluate, batch size) -> the search compiled ahead of time, shared by every engine of a process (an
 # evaluator is made once per config, so it fixes the parameters' shapes). The lock keeps two threads from compiling
 # one search twice.
 _EXECUTABLES: dict[tuple[SearchSpec, Game, Any, int], Callable[..., Any]] = {}
 _EXECUTABLES_LOCK = threading.Lock()
+MAX_REUSED_PLIES = 2  # the engine's own move and the opponent's reply
 
 
 # ---------------------------------------------------------------- the engine
@@ -80,10 +120,17 @@ class Engine:
       search: "puct" or "gumbel" to override the config's search kind.
       seed: PRNG seed of the searches (Gumbel with gumbel_scale 0 and PUCT without noise are
         deterministic anyway).
+      tree_reuse: `search` continues the last search's tree when the position is its root or one or two moves
+        below it (lc0, KataGo): the subtree under the moves played is kept. PUCT adds visits until the root has the
+        budget's (`visits` counts the kept ones, as KataGo's maxVisits does; a kept root with more visits than
+        that, from an analysis, is searched no further). Gumbel starts the root afresh and runs `visits`
+        simulations from it over the kept subtrees of its children (sequential halving plans the root's visits
+        from zero). Not with search-contempt or a parent-aware (SAI) evaluator (`azjax.search.reuse` says why):
+        those search afresh. Off: every search is fresh.
     """
 
     def __init__(self, config: Config, params: Any, *, visits: int | None = None, n_scl: int | None = None,
-                 search: str | None = None, seed: int = 0):
+                 search: str | None = None, seed: int = 0, tree_reuse: bool = True):
         if search:
             config = config.replace(eval_search=search)
         if n_scl is not None:
@@ -100,6 +147,9 @@ class Engine:
         self.key = jax.random.key(seed)
         self.search_seconds: dict[tuple[int, int], float] = {}  # (visits, batch) -> seconds of the last search
         self.compile_seconds = 0.0  # spent compiling searches, kept out of `search_seconds`
+        self.tree_reuse = bool(tree_reuse)
+        self.kept: KeptTree | None = None  # the last search's tree (tree reuse)
+        self._empty_trees: dict[SearchSpec, Any] = {}
 
     clock: Callable[[], float] = staticmethod(time.perf_counter)  # seconds; tests set a fake clock
 
@@ -127,11 +177,71 @@ class Engine:
     def spec(self, visits: int | None = None) -> SearchSpec:
         return search_spec(self.config, training=False, num_simulations=int(visits or self.visits))
 
+    def set_tree_reuse(self, on: bool) -> None:
+        self.tree_reuse = bool(on)
+        self.clear_tree()
+
+    def clear_tree(self) -> None:
+        """Forgets the kept tree (a new game: lc0 and KataGo start it with an empty tree too)."""
+        self.kept = None
+
+    @property
+    def reuses_trees(self) -> bool:
+        """Whether `search` continues kept trees: `tree_reuse` is on and the search can (PUCT, no contempt, a plain
+        evaluator)."""
+        spec = self.spec()
+        return self.tree_reuse and reusable(spec.kind, spec.n_scl, isinstance(self.evaluate, ParentAwareEvaluator))
+
     # ----- search
 
     def search(self, visits: int | None = None, child_pvs: bool | None = None) -> SearchResult:
-        """Searches the current position (a batch of one)."""
-        return self.search_batch([self.position.state], visits=visits, batch_size=1, child_pvs=child_pvs)[0]
+        """Searches the current position (a batch of one), continuing the last search's tree where it can
+        (`tree_reuse`)."""
+        if not self.reuses_trees:
+            return self.search_batch([self.position.state], visits=visits, batch_size=1, child_pvs=child_pvs)[0]
+        child_pvs = (not self.game.notation_reads_position) if child_pvs is None else child_pvs
+        visits = int(visits or self.visits)
+        spec = self.spec(visits)
+        pos = self.position
+        start, actions = (pos.komi, pos.start_fen), tuple(pos.actions)
+        states = stack_states([pos.state])
+        self.key, sub = jax.random.split(self.key)
+        plies = self.kept.plies_to(start, actions) if self.kept is not None else None
+        descended = np.array([plies is not None and plies[0, 0] >= 0])
+        budget = np.array([visits + 1], np.int32)  # PUCT: root visits, the kept ones included
+        capacity = tree_size(spec.kind, visits)
+        if plies is None:  # nothing to continue: an empty tree of this size (the same compiled search)
+            previous = self._empty_tree(spec, states)
+            plies = np.full((1, MAX_REUSED_PLIES), -1, np.int32)
+        else:
+            previous = self.kept.tree
+            size = previous.node_visits.shape[1]
+            if size < capacity or (size > capacity and spec.kind == "gumbel"):
+                # Another size: the subtree moves into a tree of this search's size (Gumbel: if it fits).
+                previous, _ = _jitted_subtree(previous, plies, capacity)
+                plies = np.full((1, MAX_REUSED_PLIES), -1, np.int32)
+            elif size > capacity:
+                # A bigger PUCT tree (an analysis grew it): the subtree is searched on in that size, to this budget,
+                # so that nothing is dropped; it moves into a tree of this size once it fits (here or a move later).
+                moved, kept_nodes = _jitted_subtree(previous, plies, capacity)
+                if int(kept_nodes[0]) > 0:
+                    previous, plies = moved, np.full((1, MAX_REUSED_PLIES), -1, np.int32)
+                else:
+                    spec = self.spec(size - 1)
+        search = self._executable(spec, sub, states, previous, plies, descended, budget)
+        t0 = self.clock()
+        out, tree = search(self.params, sub, states, previous, plies, descended, budget)
+        out = jax.device_get(out)
+        seconds = self.clock() - t0
+        self.kept = KeptTree(tree, start, actions, inherited=int(out["kept_nodes"][0]))
+        result = self._result(pos.state, {k: v[0] for k, v in out.items()}, seconds, child_pvs)
+        result = dataclasses.replace(result, reused_visits=int(out["reused_visits"][0]))
+        # `visits_for_time` plans with the time a fresh search of `visits` takes: a search that ran at least half of
+        # them gives it in proportion (one that ran fewer would mostly time its fixed costs).
+        new = result.visits - result.reused_visits
+        if new >= max(visits // 2, 1):
+            self.search_seconds[(visits, 1)] = seconds * visits / new
+        return result
 
     def search_batch(self, states: Sequence[GameState], visits: int | None = None,
                      batch_size: int | None = None, child_pvs: bool | None = None) -> list[SearchResult]:
@@ -161,15 +271,25 @@ class Engine:
                 results.append(self._result(s, {k: v[i] for k, v in out.items()}, seconds / len(chunk), child_pvs))
         return results
 
-    def _executable(self, spec: SearchSpec, key: jax.Array, states: GameState) -> Callable[..., Any]:
+    def _empty_tree(self, spec: SearchSpec, states: GameState) -> Any:
+        """A tree of `spec`'s size with nothing to keep, for a first search (made once per size)."""
+        if spec not in self._empty_trees:
+            self._empty_trees[spec] = empty_search_tree(spec, self.game, self.evaluate, self.params, states)
+        return self._empty_trees[spec]
+
+    def _executable(self, spec: SearchSpec, key: jax.Array, states: GameState, *reused: Any) -> Callable[..., Any]:
         """The search for `spec` on batches shaped as `states`, compiled on first use (the time goes to
-        `compile_seconds`)."""
+        `compile_seconds`). With `reused` (the previous tree, of the search's size, the plies from its root, whether
+        they descend and the root visits to reach): the search that continues it."""
         cache_key = (spec, self.game, self.evaluate, int(states.current_player.shape[0]))
+        if reused:
+            cache_key += ("reused",)
         with _EXECUTABLES_LOCK:
             search = _EXECUTABLES.get(cache_key)
             if search is None:
                 t0 = self.clock()
-                search = self.compile(_jitted_statistics(spec, self.game, self.evaluate), self.params, key, states)
+                jitted = (_jitted_reused_statistics if reused else _jitted_statistics)(spec, self.game, self.evaluate)
+                search = self.compile(jitted, self.params, key, states, *reused)
                 self.compile_seconds += self.clock() - t0
                 _EXECUTABLES[cache_key] = search
         return search

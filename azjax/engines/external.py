@@ -190,8 +190,12 @@ class UCIClient:
         self.isready()
 
     def bestmove(self, moves: Sequence[str] = (), fen: str | None = None, *, movetime_ms: int | None = None,
-                 nodes: int | None = None, depth: int | None = None) -> tuple[str, list[str]]:
-        """(best move in UCI notation, the info lines seen) for the position start + moves."""
+                 nodes: int | None = None, depth: int | None = None,
+                 clock: dict[str, int] | None = None) -> tuple[str, list[str]]:
+        """(best move in UCI notation, the info lines seen) for the position start + moves.
+
+        clock: the game's clock for the engine to manage its own time, in milliseconds (`wtime`, `btime`, `winc`,
+          `binc`, `movestogo`: `go`'s words)."""
         pos = f"position fen {fen}" if fen else "position startpos"
         if moves:
             pos += " moves " + " ".join(moves)
@@ -203,11 +207,14 @@ class UCIClient:
             go += f" nodes {int(nodes)}"
         if depth is not None:
             go += f" depth {int(depth)}"
+        for word, ms in (clock or {}).items():
+            go += f" {word} {max(int(ms), 0)}"
         if go == "go":
             go += " movetime 100"
         self.process.write(go)
         # generous: a first search may include compilation (azjax's own engine) or a slow machine
-        deadline = time.monotonic() + max(self.timeout, 300.0) + (movetime_ms or 0) / 1000.0
+        deadline = time.monotonic() + max(self.timeout, 300.0) + (movetime_ms or 0) / 1000.0 + sum(
+            (clock or {}).values()) / 1000.0
         info = []
         while True:
             line = self.process.readline(deadline)

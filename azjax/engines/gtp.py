@@ -1,6 +1,6 @@
 """`azjax gtp`: a GTP version 2 engine for any game in the registry.
 
-    azjax gtp --checkpoint DIR [--visits N] [--n_scl K]
+    azjax gtp --checkpoint DIR [--visits N] [--n_scl K] [--no-tree_reuse]
 
 Commands: protocol_version, name, version, known_command, list_commands, boardsize, clear_board,
 komi, play, genmove, undo, showboard, final_score, time_settings, time_left, quit, and the analysis
@@ -18,6 +18,9 @@ Conventions:
   * `boardsize` accepts only the checkpoint's board size (else `? unacceptable size`), `komi` sets
     the komi of the current game (kept across `clear_board`), `final_score` is Tromp-Taylor area
     scoring minus komi (`B+3.5`, `W+0.5`, `0`). These three are Go-only (`? ... Go only`).
+  * Tree reuse (`--tree_reuse`, default on): `genmove` and the analyses continue the last search's tree when the
+    position is its root or one or two moves below it (lc0, KataGo); under PUCT `--visits` counts the root's visits,
+    the kept ones included; under Gumbel the root's visits start afresh over its children's kept subtrees.
   * `genmove` never resigns; after the game has ended it answers `? the game is over` (`... cut short by the
     648-move cap` when the move cap ended it: Go runs to 8 x size² moves, far past pgx's own cap of 2 x size²
     and any real game).
@@ -38,12 +41,13 @@ Conventions:
         info move D4 visits 24 winrate 5301 prior 1532 lcb 5301 order 0 pv D4 E5 C3 info move ...
         (... until the next command arrives; then the empty line that ends the response, and that command's answer)
     one line per interval, every visited move on it (most visited first, `order` 0, 1, ...), each line from a bigger
-    search: mctx cannot resume a search, so the analysis searches again with double the visits each time
-    (`azjax.engines.streaming`: from `--visits` up to 16 x `--visits`, at most 8192) and each line shows the latest
-    finished search. The first search's line is sent as soon as it ends, then at most one line per interval (the
-    searches finished in between are superseded); a search takes as long as it takes (it cannot be interrupted), so
-    a line can come later than the interval, and the next command waits for the search in progress. Once the
-    searches stop growing, the last line is sent again every interval until the next command.
+    search: the analysis searches again with double the visits each time (`azjax.engines.streaming`: from `--visits`
+    up to 16 x `--visits`, at most 8192), with tree reuse (`--tree_reuse`, on by default) each search
+    growing the last one's tree, and each line shows the latest finished search. The first search's line is sent as
+    soon as it ends, then at most one line per interval (the searches finished in between are superseded); a search
+    takes as long as it takes (it cannot be interrupted), so a line can come later than the interval, and the next
+    command waits for the search in progress. Once the searches stop growing, the last line is sent again every
+    interval until the next command.
     `lz-analyze` fields are Leela Zero's: winrate, prior and lcb in units of 1/10000, winrate = (1 + Q) / 2 of the
     player to move (lcb = winrate: no confidence bound is kept). `kata-analyze` uses KataGo's names and scales:
         info move D4 visits 12 utility 0.046800 winrate 0.523400 prior 0.153200 lcb 0.523400 utilityLcb 0.046800 ...
@@ -299,6 +303,7 @@ class GTPEngine(LoadingFrontEnd):
 
     def cmd_clear_board(self, args: list[str]) -> str:
         self.position.reset()
+        self.engine.clear_tree()
         return ""
 
     def cmd_komi(self, args: list[str]) -> str:

@@ -64,6 +64,7 @@ class SearchResult:
       visits: total root child visits; stats: every legal move, sorted by N (most first), ties by P.
       pv: the principal variation (chosen move, then the most-visited child at each level).
       cp: centipawns from `value` (chess only, else None); seconds: wall time of the search call.
+      reused_visits: of `visits`, those the search started with (tree reuse: the subtree kept from the last search).
     """
 
     best_move: str
@@ -76,6 +77,7 @@ class SearchResult:
     pv: list[str]
     cp: float | None
     seconds: float
+    reused_visits: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -45,11 +45,13 @@ class EngineDefaults:
       game: the checkpoint's game (`go_9x9`, `chess`, ...).
       visits: simulations per search (`--visits`, else the config's `eval_simulations`).
       n_scl: the search-contempt node limit (None: off).
+      tree_reuse: searches continue the last search's tree where they can (`Engine.tree_reuse`).
     """
 
     game: str
     visits: int
     n_scl: int | None
+    tree_reuse: bool = True
 
 
 class EngineLoad:
@@ -77,7 +79,8 @@ class EngineLoad:
     @classmethod
     def ready(cls, engine: Engine) -> EngineLoad:
         """An engine already built (tests, callers that hold one): nothing to wait for."""
-        defaults = EngineDefaults(game=engine.game.name, visits=engine.visits, n_scl=engine.n_scl)
+        defaults = EngineDefaults(game=engine.game.name, visits=engine.visits, n_scl=engine.n_scl,
+                                  tree_reuse=engine.tree_reuse)
         return cls(lambda: engine, defaults)
 
     def _load(self, build: Callable[[], Engine]) -> None:
@@ -113,15 +116,17 @@ class EngineLoad:
 
 
 def start_engine(args: argparse.Namespace, command: str, err: TextIO | None = None) -> EngineLoad:
-    """The engine of `azjax gtp` / `azjax uci` (`args`: checkpoint, visits, n_scl, search, seed), loading in the
-    background. Reads the checkpoint's config first: a missing or invalid config raises ValueError here."""
+    """The engine of `azjax gtp` / `azjax uci` (`args`: checkpoint, visits, n_scl, search, seed, tree_reuse), loading
+    in the background. Reads the checkpoint's config first: a missing or invalid config raises ValueError here."""
     from azjax.checkpoint import load_config
 
     config = load_config(args.checkpoint)
     n_scl = config.n_scl if args.n_scl is None else (args.n_scl or None)
-    defaults = EngineDefaults(game=config.game, visits=int(args.visits or config.eval_simulations), n_scl=n_scl)
+    tree_reuse = bool(getattr(args, "tree_reuse", True))
+    defaults = EngineDefaults(game=config.game, visits=int(args.visits or config.eval_simulations), n_scl=n_scl,
+                              tree_reuse=tree_reuse)
     kwargs = dict(visits=args.visits, n_scl=args.n_scl, search=getattr(args, "search", None),
-                  seed=getattr(args, "seed", 0))
+                  seed=getattr(args, "seed", 0), tree_reuse=tree_reuse)
 
     def build() -> Engine:
         # Imported here: the network and search modules (flax, mctx, orbax) load in the background too.

@@ -6,10 +6,12 @@ ask whether the next command has arrived, and the growing visit plan of an analy
     line = reader.get()                # the next line (waits); None at the end of the input
     if reader.wait(0.5): ...           # a line (or the end of the input) is waiting, within 0.5 s
 
-mctx searches a fixed number of simulations per call and cannot be resumed or interrupted (no tree reuse), so an
-analysis that keeps growing searches again with double the visits each time: `growing_visits(4, 64)` is
-`[4, 8, 16, 32, 64]`. The doubling keeps the work thrown away to the size of the last search (the sum of the
-earlier ones), and compiles one search per size (`Engine` keeps them).
+A search runs a fixed number of simulations per call and cannot be interrupted, so an analysis that keeps growing
+searches again with double the visits each time: `growing_visits(4, 64)` is `[4, 8, 16, 32, 64]`, one compiled
+search per size (`Engine` keeps them). With tree reuse (`Engine.tree_reuse`) each search continues the last
+one's tree, so the analysis grows one tree and throws nothing away (Gumbel: the root's sequential halving starts
+again at each size, over everything below it); without it each size searches afresh,
+and the doubling keeps the work thrown away to the size of the last search (the sum of the earlier ones).
 """
 
 from __future__ import annotations

@@ -1,14 +1,17 @@
 """`azjax uci`: a UCI chess engine backed by a chess checkpoint.
 
-    azjax uci --checkpoint DIR [--visits N] [--n_scl K]
+    azjax uci --checkpoint DIR [--visits N] [--n_scl K] [--no-tree_reuse]
 
 Commands: uci, isready, ucinewgame, position (startpos | fen F) [moves ...], go, stop, setoption,
 quit (also `d`: prints the board and FEN, as Stockfish does). Anything else answers
 `info string unknown command ...`; malformed input answers `info string error: ...`; the engine
 never exits on bad input.
 
-Search and time: mctx searches a fixed number of simulations per call and cannot be interrupted or
-resumed, so `go` runs whole searches in a background thread:
+Search and time: a search runs a fixed number of simulations per call and cannot be interrupted, so `go` runs
+whole searches in a background thread. With tree reuse (the `TreeReuse` option, on by default;
+`azjax.engines.engine.Engine`) a search continues the last one's tree when the position is its root or one or two
+moves below it; under PUCT a visit count is the root's total, the kept visits included (KataGo's maxVisits), under
+Gumbel the root's own visits start afresh over the kept subtrees of its children:
 
   * `go nodes N` searches N visits, rounded up to a power of two >= 8 so that few sizes are compiled
     (below the `Visits` option: at most `Visits`), at most 16 x `Visits` (an `info string` says so:
@@ -20,8 +23,9 @@ resumed, so `go` runs whole searches in a background thread:
     speed of earlier (already compiled) searches; before any measurement it searches `Visits`;
   * plain `go` searches `Visits`;
   * `go infinite` (or `go ponder`) searches `Visits`, then searches again with double the visits
-    (up to 16 x `Visits`, at most MAX_VISITS; `azjax.engines.streaming.growing_visits`), each search a new tree
-    (mctx cannot resume one), sending `info` after each search; once the searches stop growing, the last `info`
+    (up to 16 x `Visits`, at most MAX_VISITS; `azjax.engines.streaming.growing_visits`): with tree reuse each search
+    grows the last one's tree to the doubled size, else each is a new tree; `info` is sent after each search; once
+    the searches stop growing, the last `info`
     is sent again every `InfoInterval` milliseconds (default 1000; lc0 reports at a fixed cadence too), with its
     `time` brought up to date, until `stop` (or `ponderhit`). A search call cannot report before it ends, so
     while one runs no line comes (a finite `go` is one search, and reports once, at its end);
@@ -41,13 +45,15 @@ After each search call:
     info depth D nodes N nps X time MS score cp C pv e2e4 e7e5 ...
     info depth D nodes N nps X time MS score cp C wdl W D L pv e2e4 e7e5 ...     (with UCI_ShowWDL true)
 
-(depth = PV length, score from the chosen move's Q with lc0's formula; nps = visits over the search's own time,
-without the time spent compiling a new search size; time = since `go`; wdl = win/draw/loss per mille of the side
+(depth = PV length, score from the chosen move's Q with lc0's formula; nps = the visits this search added (not the
+ones kept from the last) over the search's own time, without the time spent compiling a new search size; time =
+since `go`; wdl = win/draw/loss per mille of the side
 to move, summing to 1000, from the same Q as lc0 reports a network without a WDL head: the tanh value head has no
 draw class and the search keeps no draw share, so D = 0, W = 1000 (1 + Q) / 2 rounded, L = 1000 - W; see
 `lc0.wdl_from_q`) and, with `VerboseMoveStats` on, the per-move statistics table as `info string` lines in lc0's
 order (most-visited last) before `bestmove`.
-Options: `Visits` (spin, 1 to MAX_VISITS), `NScl` (spin, 0 = off: search-contempt node limit),
+Options: `Visits` (spin, 1 to MAX_VISITS), `NScl` (spin, 0 = off: search-contempt node limit), `TreeReuse` (check,
+default from `--tree_reuse`, on),
 `VerboseMoveStats` (check), `UCI_ShowWDL` (check, default false), `InfoInterval` (spin, milliseconds between the
 repeated `info` lines of an analysis that has stopped growing; 10 to 60000, default 1000). Output lines never carry
 control characters (echoed input is escaped).
@@ -129,6 +135,7 @@ class UCIEngine(LoadingFrontEnd):
                 self.send("id author azjax")
                 self.send(f"option name Visits type spin default {defaults.visits} min 1 max {MAX_VISITS}")
                 self.send(f"option name NScl type spin default {defaults.n_scl or 0} min 0 max 1000000")
+                self.send(f"option name TreeReuse type check default {str(defaults.tree_reuse).lower()}")
                 self.send("option name VerboseMoveStats type check default false")
                 self.send("option name UCI_ShowWDL type check default false")
                 self.send(f"option name InfoInterval type spin default {INFO_INTERVAL_MS} min 10 max 60000")
@@ -144,6 +151,7 @@ class UCIEngine(LoadingFrontEnd):
             elif cmd == "ucinewgame":
                 self.finish_search()
                 self.position.reset()
+                self.engine.clear_tree()
             elif cmd == "position":
                 self.finish_search()
                 self.cmd_position(args)
@@ -210,6 +218,8 @@ class UCIEngine(LoadingFrontEnd):
             self.engine.set_visits(_int(value, "Visits", 1, MAX_VISITS))
         elif key in ("nscl", "n_scl"):
             self.engine.set_n_scl(_int(value, "NScl", 0, 1_000_000))
+        elif key == "treereuse":
+            self.engine.set_tree_reuse(_bool(value, "TreeReuse"))
         elif key == "verbosemovestats":
             self.verbose = _bool(value, "VerboseMoveStats")
         elif key == "uci_showwdl":
@@ -301,7 +311,7 @@ class UCIEngine(LoadingFrontEnd):
 
     def _info(self, r: SearchResult, elapsed: float) -> None:
         # r.seconds times the search alone: compiling a new search size, and loading the network, are not in it.
-        nps = int(r.visits / max(r.seconds, 1e-6))
+        nps = int((r.visits - r.reused_visits) / max(r.seconds, 1e-6))
         cp = int(round(r.cp)) if r.cp is not None else 0
         pv = " ".join(r.pv) or r.best_move
         wdl = " wdl {} {} {}".format(*wdl_from_q(r.value)) if self.show_wdl else ""  # lc0: after the score

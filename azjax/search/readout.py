@@ -2,7 +2,8 @@
 
     stats = search_statistics(spec, game, evaluate, params, key, states)   # states [B] -> dict of [B, ...]
 
-Only these statistics (not the tree) leave the device. The statistics follow lc0's verbose move stats
+Only these statistics leave the device (`reused_search_statistics` returns the tree as well, for the next search to
+continue, but as device arrays). The statistics follow lc0's verbose move stats
 (docs/methods.md section 5; `azjax.engines.lc0` formats them), all from the view of the player to move at the root:
 N (root child visits), P (prior over legal moves), Q (the child's mean backed-up value; the root's search value
 for an unvisited child), U (mctx's PUCT exploration term on the raw [-1, 1] Q scale), V (the child's raw network
@@ -15,9 +16,18 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import mctx
+from mctx._src.search import instantiate_tree_from_root
 
 from azjax.games import Game, GameState
-from azjax.search import Evaluator, SearchSpec, root_q_values, run_search, searched_choice
+from azjax.search import Evaluator, SearchSpec, root_q_values, run_search, search_inputs, searched_choice
+from azjax.search.reuse import (
+    empty_like_search,
+    reused_gumbel_muzero_policy,
+    reused_muzero_policy,
+    subtree,
+    tree_size,
+)
 
 PB_C_BASE = 19652.0  # mctx's muzero_policy default
 PV_LENGTH = 16  # maximum principal-variation length read out of a search
@@ -48,7 +58,62 @@ def _pv_from(tree: Any, first: jax.Array, length: int) -> jax.Array:
 def search_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator, params: Any, key: jax.Array,
                       states: GameState) -> dict[str, jax.Array]:
     """Runs `run_search` on `states` [B] and returns the root read-out (see the module docstring)."""
-    out = run_search(spec, game, evaluate, params, key, states)
+    return tree_statistics(spec, run_search(spec, game, evaluate, params, key, states), states)
+
+
+def reused_search_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator, params: Any, key: jax.Array,
+                             states: GameState, tree: mctx.Tree, plies: jax.Array, descended: jax.Array,
+                             budget: jax.Array) -> tuple[dict[str, jax.Array], mctx.Tree]:
+    """`search_statistics` of a search that continues the subtree of `tree` (an earlier search's, of
+    `tree_size(spec.kind, S)` nodes, S = spec.num_simulations) under `plies` (int32 [B, P], -1 = no move; `states`
+    [B] are the positions they lead to) (`azjax.search.reuse`).
+
+    PUCT searches to `budget` (int32 [B]) root visits, the kept ones included: at most S + 1 (fewer: a tree kept from
+    a longer search, continued in its own size); descended (bool [B]): the root is below the root of the search that
+    made it, so its prior gets the root's treatment (`reused_muzero_policy`). Gumbel starts the root afresh and runs
+    its S simulations from it, whatever `budget` and `descended` say (`reused_gumbel_muzero_policy`).
+
+    Returns (read-out, the new tree); the read-out also holds `reused_visits` [B], the root child visits the search
+    started with (0 where nothing was kept, and under Gumbel), and `kept_nodes` [B], the nodes it started with (the
+    new tree's nodes [0, kept_nodes); the search evaluated the others)."""
+    num_nodes = tree_size(spec.kind, spec.num_simulations)
+    kept, size = subtree(tree, plies, num_nodes)
+    root, recurrent_fn, invalid = search_inputs(game, evaluate, params, states)
+    if spec.kind == "gumbel":
+        out = reused_gumbel_muzero_policy(params, key, kept, size, root, recurrent_fn, spec.num_simulations,
+                                          invalid_actions=invalid, gumbel_scale=spec.gumbel_scale,
+                                          max_num_considered_actions=spec.max_num_considered_actions)
+        size = jnp.where(size + spec.num_simulations <= num_nodes, size, 0)  # kept only with room for the new ones
+        reused_visits = jnp.zeros_like(size)
+    else:
+        out = reused_muzero_policy(params, key, kept, size, root, recurrent_fn, spec.num_simulations,
+                                   invalid_actions=invalid, descended=descended, budget=budget,
+                                   pb_c_init=spec.pb_c_init, dirichlet_fraction=spec.dirichlet_fraction,
+                                   dirichlet_alpha=spec.dirichlet_alpha)
+        reused_visits = jnp.where(size > 0, kept.node_visits[:, mctx.Tree.ROOT_INDEX] - 1, 0)
+    stats = tree_statistics(spec, out, states)
+    stats["reused_visits"] = reused_visits
+    stats["kept_nodes"] = size
+    return stats, out.search_tree
+
+
+def empty_search_tree(spec: SearchSpec, game: Game, evaluate: Evaluator, params: Any,
+                      states: GameState) -> mctx.Tree:
+    """A tree of `tree_size(spec.kind, spec.num_simulations)` nodes for `states` [B] with no node visited (and the
+    extra data of its kind): the `tree` of a first `reused_search_statistics`, which then searches afresh (one
+    compiled search for the first move and the later ones). Only shapes are traced, nothing is computed."""
+
+    def instantiate() -> mctx.Tree:
+        root, _, invalid = search_inputs(game, evaluate, params, states)
+        extra = mctx.GumbelMuZeroExtraData(root_gumbel=root.prior_logits) if spec.kind == "gumbel" else None
+        return instantiate_tree_from_root(root, tree_size(spec.kind, spec.num_simulations) - 1,
+                                          root_invalid_actions=invalid, extra_data=extra)
+
+    return empty_like_search(jax.eval_shape(instantiate))
+
+
+def tree_statistics(spec: SearchSpec, out: mctx.PolicyOutput, states: GameState) -> dict[str, jax.Array]:
+    """The root read-out (see the module docstring) of a finished search `out` of `states` [B]."""
     tree = out.search_tree
     batch = jnp.arange(states.legal_action_mask.shape[0])
     legal = states.legal_action_mask
