@@ -1,7 +1,7 @@
-"""Writes results/README.md, an index of the JSON result files under results/.
+"""Writes results/README.md, an index of the JSON result files under results/, and the headline table of README.md.
 
-    python scripts/results_index.py           # (re)write results/README.md
-    python scripts/results_index.py --check   # exit 1 when results/README.md is not what this would write
+    python scripts/results_index.py           # (re)write results/README.md and README.md's table
+    python scripts/results_index.py --check   # exit 1 when either is not what this would write
 
 Every JSON file under results/ that git does not ignore is listed (without git: every JSON file there), except the
 `config.json` files of runs and models. Each entry gives the file's path, what it measures (read from the command
@@ -23,6 +23,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 INDEX = RESULTS / "README.md"
+README = ROOT / "README.md"
+TABLE_START = "<!-- the table is written by python scripts/results_index.py from the files its scores link to -->"
+TABLE_END = "<!-- end of the written table -->"
 
 # What a file measures, by the program that wrote it (an `azjax` subcommand or a script under scripts/).
 MEASURES: dict[str, str] = {
@@ -199,18 +202,93 @@ def render(files: list[Path]) -> str:
     return "\n".join(out).rstrip("\n") + "\n"
 
 
+# ---------------------------------------------------------------- README.md's headline table
+
+# Each row: game, training (what and how long, with its links), opponent, and the cells of its score column: a
+# results file and what to read from it, the name of the opponent in a match result or "begin_hard" for the error
+# rate on that Pons set. The scores themselves are read from the files.
+HEADLINE_ROWS: list[tuple[str, str, str, list[tuple[str, str]]]] = [
+    ("Connect Four",
+     "`hour` preset: 1400 steps in [53m13s](results/connect_four_hour/colour_plane/train_log.txt), 2 CPU cores "
+     "split into 2 devices",
+     "OpenSpiel's MCTS-Solver, 1000 simulations (40 games, the network searching 256 visits)",
+     [("results/connect_four_hour/colour_plane/vs_mcts_solver1000.json", "mcts-solver1000")]),
+    ("Connect Four", "the same network",
+     "Pons' begin_hard set: moves that change the game-theoretic result, at 256 visits",
+     [("results/connect_four_hour/colour_plane/pons_sims256.json", "begin_hard")]),
+    ("Connect Four",
+     "`quick` preset: 300 steps in [18m37s](results/connect_four_quick/train_log.txt), 2 CPU cores",
+     "rollout MCTS, 200 simulations (200 games, the network searching 256 simulations)",
+     [("results/connect_four_quick/eval_vs_mcts200_sims256.json", "mcts200")]),
+    ("Go 7x7",
+     "`sai` preset with KataGo's ownership and score heads: 1900 steps in "
+     "[60 minutes](results/go_7x7/sai_katago_aux/train_log.txt), 2 CPU cores (shared for 45 of them)",
+     "GNU Go level 1 / level 10 at komi 9.5, then at komi 7.5 (40 games each, 256 simulations)",
+     [("results/go_7x7/sai_katago_aux/arena_komi9.5/results.json", "gnugo-l1"),
+      ("results/go_7x7/sai_katago_aux/arena_komi9.5/results.json", "gnugo-l10"),
+      ("results/go_7x7/sai_katago_aux/arena_komi7.5/results.json", "gnugo-l1"),
+      ("results/go_7x7/sai_katago_aux/arena_komi7.5/results.json", "gnugo-l10")]),
+    ("Go 9x9",
+     "an hour, [653 steps](results/models/go_9x9_quick/metrics.csv) (`scripts/light_models.sh`), 2 CPU cores",
+     "GNU Go level 1 / random play (komi 7.5, 40 games each, 128 simulations)",
+     [("results/arena/go_9x9/results.json", "gnugo-l1"), ("results/arena/go_9x9/results.json", "random")]),
+    ("Chess",
+     "`hour` preset: 616 steps in [65 minutes](results/chess_hour/proportional/train_log.txt), 2 CPU cores "
+     "shared with tests",
+     "one-ply material player / random play (40 games each, 64 simulations)",
+     [("results/chess_hour/proportional/arena/results.json", "material"),
+      ("results/chess_hour/proportional/arena/results.json", "random")]),
+]
+
+
+def match_result(d: dict[str, Any], opponent: str) -> dict[str, Any]:
+    """The match result against `opponent` in a file of `azjax eval`, `azjax arena` or a script's match."""
+    candidates = [d, d.get("result") or {}, *d.get("pairings", [])]
+    for m in candidates:
+        if m.get("name_b") == opponent or m.get("name_a") == opponent:
+            if m.get("name_a") == opponent:  # the opponent listed first: the score from the other side
+                return {**m, "score": 1 - m["score"], "score_low": 1 - m["score_high"],
+                        "score_high": 1 - m["score_low"], "wins": m["losses"], "losses": m["wins"]}
+            return m
+    raise KeyError(f"no match against {opponent!r}")
+
+
+def table_cell(path: str, what: str) -> str:
+    d = json.loads((ROOT / path).read_text())
+    if what == "begin_hard":
+        sets = [s for r in d["results"] for s in r["sets"] if s["set"] == what]
+        return f"[{100 * sets[0]['error_rate']:.1f}%]({path}) of {sets[0]['positions']} positions"
+    m = match_result(d, what)
+    return f"[{m['score']:.3f} [{m['score_low']:.3f}, {m['score_high']:.3f}]]({path})"
+
+
+def headline_table() -> str:
+    """README.md's table of strength against outside programs, its scores read from the results files."""
+    rows = ["| game | training | opponent | score |", "| --- | --- | --- | --- |"]
+    for game, training, opponent, cells in HEADLINE_ROWS:
+        rows.append(f"| {game} | {training} | {opponent} | {' / '.join(table_cell(*c) for c in cells)} |")
+    return "\n".join(rows)
+
+
+def readme_with_table(text: str) -> str:
+    """README.md's text with the part between its table markers rewritten."""
+    start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
+    return text[:start] + "\n" + headline_table() + "\n" + text[end:]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when results/README.md is out of date")
     args = parser.parse_args(argv)
-    text = render(result_files())
+    written = {INDEX: render(result_files()), README: readme_with_table(README.read_text())}
     if args.check:
-        if not INDEX.exists() or INDEX.read_text() != text:
-            print(f"{INDEX.relative_to(ROOT)} is out of date: run python scripts/results_index.py", file=sys.stderr)
-            return 1
-        return 0
-    INDEX.write_text(text)
-    print(f"wrote {INDEX.relative_to(ROOT)} ({len(text.splitlines())} lines)")
+        stale = [path for path, text in written.items() if not path.exists() or path.read_text() != text]
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} is out of date: run python scripts/results_index.py", file=sys.stderr)
+        return 1 if stale else 0
+    for path, text in written.items():
+        path.write_text(text)
+        print(f"wrote {path.relative_to(ROOT)} ({len(text.splitlines())} lines)")
     return 0
 
 

@@ -11,10 +11,13 @@ after ":" (`azjax/config.py:Config`, `results/models/x:64`) is not part of the p
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -142,6 +145,24 @@ def test_every_anchor_the_docs_link_to_is_a_heading() -> None:
 def test_the_readme_is_short() -> None:
     lines = len((ROOT / "README.md").read_text().splitlines())
     assert lines <= README_MAX_LINES, f"README.md has {lines} lines (at most {README_MAX_LINES}): move detail to docs/"
+
+
+def test_the_readme_table_reads_each_score_from_its_results_file(tmp_path, monkeypatch) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("results_index", ROOT / "scripts" / "results_index.py")
+    index = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(index)
+    match = {"name_a": "model:64", "name_b": "gnugo-l1", "score": 0.75, "score_low": 0.6, "score_high": 0.86,
+             "wins": 30, "draws": 0, "losses": 10}
+    (tmp_path / "arena.json").write_text(json.dumps({"pairings": [match]}))
+    monkeypatch.setattr(index, "ROOT", tmp_path)
+    monkeypatch.setattr(index, "HEADLINE_ROWS", [("Go 9x9", "t", "o", [("arena.json", "gnugo-l1"),
+                                                                       ("arena.json", "model:64")])])
+    row = index.headline_table().splitlines()[-1]
+    assert row == "| Go 9x9 | t | o | [0.750 [0.600, 0.860]](arena.json) / [0.250 [0.140, 0.400]](arena.json) |"
+    with pytest.raises(KeyError, match="no match against 'gnugo-l10'"):
+        index.table_cell("arena.json", "gnugo-l10")
 
 
 def test_the_results_index_is_up_to_date() -> None:
