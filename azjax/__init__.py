@@ -3,7 +3,7 @@
 The public API; everything else is reachable through the modules named in README's layout section.
 
     config = preset("connect_four", "quick", num_simulations=32)
-    summary = train(config, "runs/c4")
+    summary = train(config, "runs/c4")      # from azjax.train import train (the package azjax.train)
     config, params = load_model("results/models/connect_four_quick")
     agent = network_agent(config, play_game(config), params, num_simulations=64)
     # a new method: AlphaZero's seams (azjax.methods.alphazero) with one replaced
@@ -46,7 +46,6 @@ _EXPORTS: dict[str, str] = {
     "random_agent": "azjax.play.agents",
     "rollout_mcts_agent": "azjax.play.agents",
     "search_agent": "azjax.play.agents",
-    "train": "azjax.train",
     "Trainer": "azjax.train.loop",
 }
 
@@ -77,7 +76,6 @@ __all__ = [
     "rollout_mcts_agent",
     "run_search",
     "search_agent",
-    "train",
 ]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily
@@ -96,7 +94,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
     from azjax.methods.alphazero import Seams
     from azjax.play.agents import Agent, network_agent, policy_agent, random_agent, rollout_mcts_agent, search_agent
     from azjax.search import SearchSpec, choose_move, run_search
-    from azjax.train import train
     from azjax.train.loop import Trainer
 
 

@@ -247,8 +247,8 @@ def sentinels() -> Any:
     import azjax.cli.arena
     import azjax.engines.engine
     import azjax.play.arena
-    import azjax.train
     import azjax.train.bench
+    import azjax.train.driver
     import azjax.train.plan
     import azjax.train.sweep
     from azjax.build import load_model
@@ -260,8 +260,9 @@ def sentinels() -> Any:
         load_model(checkpoint)  # what the engine checks first: a bad path is still refused
         raise Accepted
 
-    patches = [(azjax.train, "Trainer", stop), (azjax.train.sweep, "Sweep", stop), (azjax.play.arena, "match", stop),
-               (builtins, "input", stop), (azjax.train.bench, "main", stop), (azjax.train.plan, "plan", stop),
+    patches = [(azjax.train.driver, "Trainer", stop), (azjax.train.sweep, "Sweep", stop),
+               (azjax.play.arena, "match", stop), (builtins, "input", stop), (azjax.train.bench, "main", stop),
+               (azjax.train.plan, "plan", stop),
                (azjax.cli.arena, "setup_openings", stop), (azjax.cli.arena, "random_openings", stop),
                (azjax.engines.engine.Engine, "from_checkpoint", staticmethod(engine))]
     saved = [(obj, name, vars(obj)[name]) for obj, name, _ in patches]

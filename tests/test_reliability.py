@@ -32,7 +32,7 @@ from azjax.engines.fuzz import check_gtp_reply, fuzz_gtp, fuzz_uci, make_untrain
 from azjax.engines.gtp import GTPEngine, clean_line
 from azjax.engines.lc0 import SearchResult
 from azjax.engines.uci import UCIEngine
-from azjax.train import NumericalFault, _read_csv, numerical_fault, train
+from azjax.train.driver import NumericalFault, _read_csv, numerical_fault, train
 from azjax.train.loop import Trainer
 
 REPO = Path(fuzz.__file__).parents[2]
@@ -419,7 +419,7 @@ def _rss_anon_mib() -> float:
 def test_freed_heap_memory_goes_back_to_the_os_at_once():
     """What the compiler frees stays mapped until glibc happens to trim it; the run hands it back right after the
     first step. Here: 200 MB of small blocks, freed below a block still in use (so no automatic trim)."""
-    from azjax.train import release_freed_memory
+    from azjax.train.driver import release_freed_memory
 
     if not Path("/proc/self/status").exists() or not release_freed_memory():
         pytest.skip("needs Linux with glibc (malloc_trim, /proc)")

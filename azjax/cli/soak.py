@@ -5,8 +5,8 @@
 The runs are `azjax train` processes started through `python -m azjax.cli.soak child ARGS...`, which runs
 the real command line after wrapping three functions of the host driver so that they print phase
 markers on stdout (`@@phase begin|end NAME STEP`): the loop step (`Trainer.step`, synchronised so that
-the marker spans the device work), the periodic evaluation (`azjax.train.evaluate`) and the checkpoint
-(`azjax.train._checkpoint`: orbax state, manifest, params.msgpack, plots). Nothing they compute changes.
+the marker spans the device work), the periodic evaluation (`azjax.train.driver.evaluate`) and the checkpoint
+(`azjax.train.driver._checkpoint`: orbax state, manifest, params.msgpack, plots). Nothing they compute changes.
 
 1. A reference run goes from start to end without interruption; its markers give each phase's duration.
 2. A soak run starts the same config in another directory. Before each segment the driver picks a
@@ -50,7 +50,7 @@ PHASES = ("selfplay", "sgd", "checkpoint", "eval")
 def _install_markers() -> None:
     import jax
 
-    import azjax.train as train_mod
+    import azjax.train.driver as train_mod
     from azjax.train.loop import Trainer
 
     counter = {"step": None}
@@ -313,7 +313,7 @@ def _compare(ref_dir: Path, run_dir: Path, ref_rows: list[dict[str, str]]) -> di
     """The soak run against the reference: loop metrics, evaluations, parameters, checkpoints."""
     from azjax.checkpoint import ORBAX_TMP_MARK, StateCheckpointer
     from azjax.methods.sai import KomiStarts
-    from azjax.train import METRIC_COLUMNS
+    from azjax.train.driver import METRIC_COLUMNS
     from azjax.train.measures import UNIQUE_STATES_COLUMNS
 
     loop_columns = [c for c in ref_rows[0] if c in METRIC_COLUMNS or c in KomiStarts.columns

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 
 from azjax.games import Game, GameState
-from azjax.search import Evaluator, SearchSpec, root_q_values, run_search, searched_choice
+from azjax.search.game_search import Evaluator, SearchSpec, root_q_values, run_search, searched_choice
 
 PB_C_BASE = 19652.0  # mctx's muzero_policy default
 PV_LENGTH = 16  # maximum principal-variation length read out of a search

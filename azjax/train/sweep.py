@@ -37,7 +37,7 @@ from jax.sharding import PartitionSpec as P
 from azjax import checkpoint as ckpt
 from azjax.config import Config, parse_field
 from azjax.play.arena import t_interval
-from azjax.train import (
+from azjax.train.driver import (
     COMPILE_NOTE,
     HeadWatch,
     RunLog,
