@@ -123,7 +123,7 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     from azjax.build import load_model as load_checkpoint
     from azjax.build import make_evaluator
     from azjax.checkpoint import write_json
-    from azjax.cli import enable_compilation_cache
+    from azjax.compile_cache import enable_compilation_cache
     from azjax.play.selfplay_stats import selfplay_params, temperature_agent
     from azjax.play.specs import parse_agent
     from azjax.search import SearchSpec

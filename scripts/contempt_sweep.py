@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
     from azjax.checkpoint import script_command, write_json
-    from azjax.cli import enable_compilation_cache
+    from azjax.compile_cache import enable_compilation_cache
     from azjax.play.arena import match
     from azjax.play.selfplay_stats import (
         first_player_outcomes,

@@ -350,7 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="merge the counts into this JSON file (key fuzz_cli)")
     p.add_argument("--verbose", action="store_true", help="every line and its outcome on stderr")
     args = p.parse_args(argv)
-    os.environ.setdefault("AZJAX_CPU_DEVICES", "2")  # before azjax starts JAX's backend
+    os.environ.setdefault("AZJAX_CPU_DEVICES", "2")
+    from azjax.cli.main import start_devices
+
+    start_devices()  # before anything starts JAX's backend (`main` would, too late: the fuzz asks JAX first)
     os.environ["AZJAX_CACHE_DIR"] = "off"  # nothing written to the user's compilation cache
     result = fuzz(args.lines, args.seed, verbose=args.verbose)
     print(f"{result['rejected']} of {result['lines']} malformed lines rejected with one line and exit status 2, "

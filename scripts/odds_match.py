@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import jax
 
     from azjax.checkpoint import script_command, write_json
-    from azjax.cli import enable_compilation_cache
+    from azjax.compile_cache import enable_compilation_cache
     from azjax.games import make_game
     from azjax.play.material import DEFAULT_SCALE, adjudicate_by_material, material_evaluator
     from azjax.play.selfplay_stats import temperature_agent

@@ -108,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     from azjax import checkpoint as ckpt
     from azjax.build import load_model as load_checkpoint
     from azjax.checkpoint import script_command
-    from azjax.cli import enable_compilation_cache
     from azjax.cli.args import overrides as cli_overrides
+    from azjax.compile_cache import enable_compilation_cache
     from azjax.config import preset
     from azjax.train import load_metrics, train
 

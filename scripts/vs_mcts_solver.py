@@ -170,7 +170,7 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     import jax
 
     from azjax.build import game_named as base_game
-    from azjax.cli import enable_compilation_cache
+    from azjax.compile_cache import enable_compilation_cache
     from azjax.play.specs import require_jax_agent
     from azjax.play.tournament import random_openings
 

@@ -3,7 +3,8 @@
     games/    the rules: imports nothing from azjax
     search/   tree search over a game: imports games/ only
     methods/  the loop's seams and the papers' methods: games/, search/ and the replay only
-    network.py, replay.py, config.py (pure leaves): no azjax import but the games registry (config)
+    network.py, replay.py, hosts.py, compile_cache.py, config.py (pure leaves): no azjax import but the games
+              registry (config)
     build.py  the composition root: Config -> components; the one model loader
     train/, play/, engines/  built on the above
     cli/      argparse and printing; nothing imports it
@@ -32,6 +33,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "azjax.replay": (),
     "azjax.config": ("azjax.games",),
     "azjax.hosts": (),
+    "azjax.compile_cache": (),
 }
 # modules whose function bodies may import azjax (see the docstring)
 LAZY_OK = ("azjax.cli", "azjax", "azjax.engines.loading")

@@ -5,9 +5,11 @@
     python -m azjax.cli ...                     # the same
 
 The modules: `main.py` (the commands, `build_parser` and `main`), `args.py` (argparse pieces: the number types
-and the config fields as flags), `arena.py` and `analyze.py` (those two commands).
+and the config fields as flags), `arena.py` and `analyze.py` (those two commands). Importing the package changes
+nothing: `main` splits the CPU into devices and starts the many-host runtime when a command runs. The compilation
+cache helpers the scripts use are in `azjax.compile_cache`.
 """
 
-from azjax.cli.main import build_parser, compile_cache_dir, enable_compilation_cache, main
+from azjax.cli.main import build_parser, main
 
-__all__ = ["build_parser", "compile_cache_dir", "enable_compilation_cache", "main"]
+__all__ = ["build_parser", "main"]

@@ -18,21 +18,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import sys
 import time
 from typing import Any
 
-from azjax.hosts import init_distributed, split_host_cpu
-
-# Both before azjax.config imports pgx, which starts JAX's backend.
-try:
-    split_host_cpu()  # AZJAX_CPU_DEVICES=N|auto
-except ValueError as e:
-    sys.exit(f"azjax: error: {e}")
-init_distributed()  # AZJAX_DISTRIBUTED=1
-
-from azjax.cli.args import (  # noqa: E402
+from azjax.cli.args import (
     PRESET_HELP,
     Parser,
     any_int,
@@ -45,51 +35,21 @@ from azjax.cli.args import (  # noqa: E402
     positive_int,
     replay_ratio_flag,
 )
-from azjax.config import PRESETS  # noqa: E402
-
-OFF_WORDS = ("", "0", "off", "none", "false")  # values of AZJAX_CACHE_DIR that mean "no cache"
-
-
-def compile_cache_dir() -> str | None:
-    """Where the persistent compilation cache lives; None when it is off.
-
-    In order: `AZJAX_CACHE_DIR` (a directory, or `off`), a directory already given to JAX (e.g. by
-    `JAX_COMPILATION_CACHE_DIR`), then `$XDG_CACHE_HOME/azjax/jax` (default `~/.cache/azjax/jax`).
-    """
-    import jax
-
-    env = os.environ.get("AZJAX_CACHE_DIR")
-    if env is not None:
-        return None if env.strip().lower() in OFF_WORDS else os.path.expanduser(env)
-    if jax.config.jax_compilation_cache_dir:
-        return jax.config.jax_compilation_cache_dir
-    xdg = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return os.path.join(xdg, "azjax", "jax")
+from azjax.compile_cache import enable_compilation_cache
+from azjax.hosts import init_distributed, split_host_cpu
 
 
-def enable_compilation_cache(enabled: bool = True, announce: bool = False) -> str | None:
-    """JAX's persistent compilation cache: a second run of the same config skips compilation.
+def start_devices() -> None:
+    """Splits the CPU into `AZJAX_CPU_DEVICES` JAX devices and starts the many-host runtime (`AZJAX_DISTRIBUTED=1`).
 
-    Returns the directory (None when off). `announce` prints it on stderr (stdout belongs to GTP/UCI).
-    """
-    import jax
-    from jax.experimental.compilation_cache import compilation_cache
-
-    cache = compile_cache_dir() if enabled else None
-    if cache is not None:
-        jax.config.update("jax_compilation_cache_dir", cache)
-        jax.config.update("jax_enable_compilation_cache", True)
-        # Only programs that took a while to build are worth a disk entry (the loop takes many seconds).
-        jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)
-    else:  # also against a directory given to JAX by its own variables
-        jax.config.update("jax_enable_compilation_cache", False)
-    # JAX decides once per process, at its first compile, whether the cache is used: without this reset a switch
-    # made after anything was compiled (an in-process command, a test) would be silently ignored.
-    compilation_cache.reset_cache()
-    if announce:
-        where = cache or "off (--no-compile-cache or AZJAX_CACHE_DIR=off)"
-        print(f"JAX compilation cache: {where}", file=sys.stderr, flush=True)
-    return cache
+    Both must happen before anything starts JAX's backend (importing pgx does: `azjax.config` imports the games), so
+    `main` calls this first and this module imports the config and the commands' machinery only inside functions:
+    importing `azjax.cli` changes nothing. Exits (status 1) on a bad `AZJAX_CPU_DEVICES`."""
+    try:
+        split_host_cpu()  # AZJAX_CPU_DEVICES=N|auto
+    except ValueError as e:
+        sys.exit(f"azjax: error: {e}")
+    init_distributed()  # AZJAX_DISTRIBUTED=1
 
 
 # ---------------------------------------------------------------- train
@@ -279,6 +239,7 @@ def cmd_play(args: argparse.Namespace) -> int:
 def bench_parser() -> Parser:
     """The bench's own flags (`azjax.train.bench.add_arguments`) under this CLI's rules: no abbreviations, one-line
     errors, and the numbers checked, so a bad flag is refused before the bench compiles anything."""
+    from azjax.config import PRESETS
     from azjax.train.bench import add_arguments
 
     p = Parser(prog="azjax bench")
@@ -295,6 +256,8 @@ def bench_parser() -> Parser:
 
 
 def check_bench_flags(flags: list[str]) -> None:
+    from azjax.config import PRESETS
+
     p = bench_parser()
     args = p.parse_args(flags)
     if args.preset not in {name for g in (args.game or ["connect_four", "go_9x9"]) for name in PRESETS[g]}:
@@ -358,6 +321,8 @@ def cmd_arena(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from azjax.config import PRESETS
+
     parser = Parser(prog="azjax", description="AlphaZero in JAX (pgx + mctx)")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -465,6 +430,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    start_devices()  # first: before anything starts JAX's backend
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
     args, unread = parser.parse_known_args(argv)

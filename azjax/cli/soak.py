@@ -90,8 +90,10 @@ def _install_markers() -> None:
 
 
 def child_main(argv: list[str]) -> int:
+    from azjax.cli.main import main, start_devices
+
+    start_devices()  # before the markers import the loop, which starts JAX's backend
     _install_markers()
-    from azjax.cli import main
 
     return main(argv)
 
