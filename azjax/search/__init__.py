@@ -1,7 +1,8 @@
 """Batched tree search over a `Game` with mctx (docs/methods.md sections 0 and 1).
 
 The modules: `game_search.py` (evaluators, the one recurrent function, `run_search` with PUCT or the Gumbel root,
-the one move chooser `choose_move`), `contempt.py` (search-contempt), `core.py` (mctx's search loop with a backup
+the one move chooser `choose_move`), `policies.py` (AlphaZero's PUCT and Gumbel policies, mctx's step for step),
+`contempt.py` (search-contempt, an extension of those policies), `core.py` (mctx's search loop with a backup
 that does not copy the tree), `readout.py` (root statistics and principal variations).
 """
 

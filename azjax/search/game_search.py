@@ -30,7 +30,8 @@ import jax.numpy as jnp
 import mctx
 
 from azjax.games import Game, GameState
-from azjax.search.contempt import contempt_gumbel_muzero_policy, contempt_muzero_policy
+from azjax.search.contempt import Contempt
+from azjax.search.policies import gumbel_muzero_policy, muzero_policy
 
 Evaluator = Callable[[Any, GameState], tuple[jax.Array, jax.Array]]
 
@@ -182,14 +183,15 @@ def run_search(
     Gumbel: the improved policy), `search_tree`.
     """
     root, recurrent_fn, invalid = search_inputs(game, evaluate, params, states)
-    # The two kinds differ only in their own knobs; search-contempt (n_scl) applies to both.
+    # The two kinds differ only in their own knobs; search-contempt (n_scl) extends both.
+    extension = None if spec.n_scl is None else Contempt(spec.n_scl)
     common = dict(params=params, rng_key=key, root=root, recurrent_fn=recurrent_fn,
-                  num_simulations=spec.num_simulations, invalid_actions=invalid, n_scl=spec.n_scl)
+                  num_simulations=spec.num_simulations, invalid_actions=invalid, extension=extension)
     if spec.kind == "gumbel":
-        return contempt_gumbel_muzero_policy(
+        return gumbel_muzero_policy(
             **common, max_num_considered_actions=spec.max_num_considered_actions, gumbel_scale=spec.gumbel_scale
         )
-    return contempt_muzero_policy(
+    return muzero_policy(
         **common, pb_c_init=spec.pb_c_init, dirichlet_alpha=spec.dirichlet_alpha,
         dirichlet_fraction=spec.dirichlet_fraction,
     )
