@@ -170,3 +170,24 @@ def test_azjax_train_is_a_plain_package_with_the_train_function() -> None:
     from azjax.train.driver import train
 
     assert type(azjax.train) is types.ModuleType and azjax.train.train is train
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def test_no_module_imports_a_private_name_of_another_azjax_module() -> None:
+    """What one module uses of another has a public name: no `from azjax.x import _name` in azjax/, scripts/ or
+    tests/ (a module's own private names stay its own; dunder names are fine)."""
+    found = []
+    for folder in ("azjax", "scripts", "tests"):
+        for file in sorted((ROOT.parent / folder).rglob("*.py")):
+            module = _module_name(file) if folder == "azjax" else str(file.relative_to(ROOT.parent))
+            for node in ast.walk(ast.parse(file.read_text(), filename=str(file))):
+                if not isinstance(node, ast.ImportFrom):
+                    continue
+                target = _resolve(module, node, file.name == "__init__.py") if folder == "azjax" else node.module or ""
+                if target != module and (target == "azjax" or target.startswith("azjax.")):
+                    found += [f"{file.relative_to(ROOT.parent)}:{node.lineno}: {target}.{a.name}"
+                              for a in node.names if _private(a.name)]
+    assert not found, "private names imported from other modules:\n" + "\n".join(found)

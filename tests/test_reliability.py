@@ -32,7 +32,7 @@ from azjax.engines.fuzz import check_gtp_reply, fuzz_gtp, fuzz_uci, make_untrain
 from azjax.engines.gtp import GTPEngine, clean_line
 from azjax.engines.lc0 import SearchResult
 from azjax.engines.uci import UCIEngine
-from azjax.train.driver import NumericalFault, _read_csv, numerical_fault, train
+from azjax.train.driver import NumericalFault, numerical_fault, read_csv, train
 from azjax.train.loop import Trainer
 
 REPO = Path(fuzz.__file__).parents[2]
@@ -361,9 +361,9 @@ def test_a_nan_loss_is_a_fault_only_where_sgd_ran():
 def test_a_metrics_row_cut_short_by_a_kill_is_dropped_on_reading(tmp_path):
     file = tmp_path / "metrics.csv"
     file.write_text("step,loss\n1,0.5\n2,0.4\n3,0.")  # killed while appending step 3
-    assert [r["step"] for r in _read_csv(file)] == ["1", "2"]
+    assert [r["step"] for r in read_csv(file)] == ["1", "2"]
     file.write_text("step,loss\n1,0.5\n2\n")  # a row with too few fields
-    assert [r["step"] for r in _read_csv(file)] == ["1"]
+    assert [r["step"] for r in read_csv(file)] == ["1"]
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ The runs are `azjax train` processes started through `python -m azjax.cli.soak c
 the real command line after wrapping three functions of the host driver so that they print phase
 markers on stdout (`@@phase begin|end NAME STEP`): the loop step (`Trainer.step`, synchronised so that
 the marker spans the device work), the periodic evaluation (`azjax.train.driver.evaluate`) and the checkpoint
-(`azjax.train.driver._checkpoint`: orbax state, manifest, params.msgpack, plots). Nothing they compute changes.
+(`azjax.train.driver.write_checkpoint`: orbax state, manifest, params.msgpack, plots). Nothing they compute changes.
 
 1. A reference run goes from start to end without interruption; its markers give each phase's duration.
 2. A soak run starts the same config in another directory. Before each segment the driver picks a
@@ -77,7 +77,7 @@ def _install_markers() -> None:
         say("end", "eval", step_)
         return out
 
-    original_ckpt = train_mod._checkpoint
+    original_ckpt = train_mod.write_checkpoint
 
     def checkpoint(run_dir: Any, checkpointer: Any, step_: int, state: Any, log: Any, *rest: Any) -> None:
         say("begin", "checkpoint", step_)
@@ -86,7 +86,7 @@ def _install_markers() -> None:
 
     Trainer.step = step  # type: ignore[method-assign]
     train_mod.evaluate = evaluate
-    train_mod._checkpoint = checkpoint
+    train_mod.write_checkpoint = checkpoint
 
 
 def child_main(argv: list[str]) -> int:

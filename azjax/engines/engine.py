@@ -45,7 +45,7 @@ import numpy as np
 from azjax.build import board_game, cached_evaluator, load_model, search_spec
 from azjax.config import Config
 from azjax.engines.lc0 import MoveStat, SearchResult, cp_from_q
-from azjax.engines.position import Position, _jitted_step, stack_states
+from azjax.engines.position import Position, jitted_step, stack_states
 from azjax.games import ODDS_FENS, Game, GameState, check_fen
 from azjax.search import Evaluator, SearchSpec
 from azjax.search.readout import search_statistics
@@ -214,7 +214,7 @@ class Engine:
         """A PV's actions (-1 padded) in the game's notation, stepping the position where the notation
         depends on it (chess). Shapes: actions [L]."""
         out = []
-        step = _jitted_step(self.game)
+        step = jitted_step(self.game)
         for a in np.asarray(actions):
             a = int(a)
             if a < 0 or bool(state.terminated) or not bool(np.asarray(state.legal_action_mask)[a]):

@@ -72,8 +72,8 @@ class RunLog:
     write: bool = True  # False on every process but the first of a many-host run
 
     def __post_init__(self) -> None:
-        self.rows = _read_csv(self.run_dir / "metrics.csv")
-        self.evals = _read_csv(self.run_dir / "eval.csv")
+        self.rows = read_csv(self.run_dir / "metrics.csv")
+        self.evals = read_csv(self.run_dir / "eval.csv")
         self._tb = None
         header = _read_header(self.run_dir / "metrics.csv")
         if self.write and header is not None and header != self.columns + TIMING_COLUMNS:
@@ -320,10 +320,10 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
                        f"resume from it with `azjax train --resume {run_dir}` after lowering learning_rate."
                        if good is not None else "There is no checkpoint yet to resume from."))
             for warning in watch.update(row):
-                _say(bar, warning)
+                say(bar, warning)
             if step == start + 1:
-                _say(bar, f"step {step} (compiled and run) took {dt:.1f} s")
-                bar = _progress(progress, step, config.num_steps)
+                say(bar, f"step {step} (compiled and run) took {dt:.1f} s")
+                bar = progress_bar(progress, step, config.num_steps)
             elif bar is not None:
                 bar.update(1)
             if bar is not None:
@@ -339,14 +339,14 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
                 release_freed_memory()  # the first evaluation compiles its agents
                 ev["time_s"] = elapsed0 + time.perf_counter() - t_run
                 log.add_eval(ev)
-                _say(bar, f"step {step}: vs {ev['opponent']} score {ev['score']:.3f} "
-                          f"[{ev['score_low']:.3f}, {ev['score_high']:.3f}] (W{ev['wins']} D{ev['draws']} "
-                          f"L{ev['losses']})")
+                say(bar, f"step {step}: vs {ev['opponent']} score {ev['score']:.3f} "
+                         f"[{ev['score_low']:.3f}, {ev['score_high']:.3f}] (W{ev['wins']} D{ev['draws']} "
+                         f"L{ev['losses']})")
             if step % config.checkpoint_every == 0 or step == end:
-                _checkpoint(run_dir, checkpointer, step, state, log, measures)
+                write_checkpoint(run_dir, checkpointer, step, state, log, measures)
         if interrupted and step % config.checkpoint_every != 0 and step != end:
-            _checkpoint(run_dir, checkpointer, step, state, log, measures)
-            _say(bar, f"interrupted: checkpoint written at step {step}; continue with --resume {run_dir}")
+            write_checkpoint(run_dir, checkpointer, step, state, log, measures)
+            say(bar, f"interrupted: checkpoint written at step {step}; continue with --resume {run_dir}")
     finally:
         for s, h in old_handlers.items():
             signal.signal(s, h)
@@ -399,8 +399,10 @@ def numerical_fault(row: dict[str, Any], params: Any) -> str | None:
     return None
 
 
-def _checkpoint(run_dir: Path, checkpointer: ckpt.StateCheckpointer, step: int, state: LoopState,
-                log: RunLog, measures: RunMeasures | None = None) -> None:
+def write_checkpoint(run_dir: Path, checkpointer: ckpt.StateCheckpointer, step: int, state: LoopState,
+                     log: RunLog, measures: RunMeasures | None = None) -> None:
+    """The run's checkpoint of `step`: its measures, the orbax state (every process its shards), and on the first
+    process the exported parameters and the plots."""
     if measures is not None:  # first, so a checkpoint never has older measures beside it
         measures.save(step)
     checkpointer.save(step, state)  # every process writes its shards
@@ -469,7 +471,7 @@ def _terminal_columns(stream: Any) -> int:
         return 0
 
 
-def _progress(enabled: bool, start: int, total: int, stream: Any = None) -> Any:
+def progress_bar(enabled: bool, start: int, total: int, stream: Any = None) -> Any:
     """A tqdm bar on stderr, or None (then the caller prints plain log lines): when progress is off, stderr is
     not a terminal, or the terminal reports no width (some CI and notebook consoles: a bar would print nothing)."""
     stream = sys.stderr if stream is None else stream
@@ -480,14 +482,15 @@ def _progress(enabled: bool, start: int, total: int, stream: Any = None) -> Any:
     return tqdm(total=total, initial=start, unit="step", dynamic_ncols=True, file=stream)
 
 
-def _say(bar: Any, text: str) -> None:
+def say(bar: Any, text: str) -> None:
+    """A line of the run's log: above the progress bar `bar`, or printed where there is none."""
     if bar is not None:
         bar.write(text)
     else:
         print(text, flush=True)
 
 
-def _read_csv(file: Path) -> list[dict[str, Any]]:
+def read_csv(file: Path) -> list[dict[str, Any]]:
     """The rows of `file`, without a last row cut short (a process killed while appending it)."""
     if not file.exists():
         return []
@@ -543,7 +546,7 @@ def load_metrics(run_dir: str | Path) -> tuple[list[dict[str, Any]], list[dict[s
             out.append({k: _num(v) for k, v in r.items()})
         return out
 
-    return conv(_read_csv(Path(run_dir) / "metrics.csv")), conv(_read_csv(Path(run_dir) / "eval.csv"))
+    return conv(read_csv(Path(run_dir) / "metrics.csv")), conv(read_csv(Path(run_dir) / "eval.csv"))
 
 
 def _num(v: Any) -> Any:

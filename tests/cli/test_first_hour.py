@@ -180,17 +180,17 @@ class _Terminal(io.StringIO):
 
 
 def test_a_terminal_without_width_gets_plain_log_lines_not_a_silent_bar(monkeypatch):
-    from azjax.train.driver import _progress
+    from azjax.train.driver import progress_bar
 
     read, write = os.pipe()
     try:
         stream = _Terminal(write)
-        assert _progress(True, 0, 10, stream=stream) is None
+        assert progress_bar(True, 0, 10, stream=stream) is None
         monkeypatch.setattr(os, "get_terminal_size", lambda fd: os.terminal_size((80, 24)))
-        bar = _progress(True, 0, 10, stream=stream)
+        bar = progress_bar(True, 0, 10, stream=stream)
         assert bar is not None
         bar.close()
-        assert _progress(False, 0, 10, stream=stream) is None
+        assert progress_bar(False, 0, 10, stream=stream) is None
     finally:
         os.close(read)
         os.close(write)
