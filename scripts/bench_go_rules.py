@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     from azjax.checkpoint import script_command, write_json
     from azjax.games import make_game
     from azjax.games.go_rules import go_env
-    from azjax.train.bench import interleaved, machine
+    from azjax.tools.bench import interleaved, machine
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", type=int, nargs="+", default=[7, 9])

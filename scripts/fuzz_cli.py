@@ -247,7 +247,7 @@ def sentinels() -> Any:
     import azjax.cli.arena
     import azjax.engines.engine
     import azjax.play.arena
-    import azjax.train.bench
+    import azjax.tools.bench
     import azjax.train.driver
     import azjax.train.plan
     import azjax.train.sweep
@@ -261,7 +261,7 @@ def sentinels() -> Any:
         raise Accepted
 
     patches = [(azjax.train.driver, "Trainer", stop), (azjax.train.sweep, "Sweep", stop),
-               (azjax.play.arena, "match", stop), (builtins, "input", stop), (azjax.train.bench, "main", stop),
+               (azjax.play.arena, "match", stop), (builtins, "input", stop), (azjax.tools.bench, "main", stop),
                (azjax.train.plan, "plan", stop),
                (azjax.cli.arena, "setup_openings", stop), (azjax.cli.arena, "random_openings", stop),
                (azjax.engines.engine.Engine, "from_checkpoint", staticmethod(engine))]

@@ -7,12 +7,15 @@
               registry (config)
     build.py  the composition root: Config -> components; the one model loader
     train/, play/, engines/  built on the above
-    cli/      argparse and printing; nothing imports it
+    cli/      argparse and printing; nothing imports it but tools/
+    tools/    test and bench tooling (bench, compile watch, fuzzers, soak): no core module imports it, and cli/
+              only inside the command that runs it
 
 No import circles, and no azjax import inside a function body (the usual way to dodge a circle), except in
 cli/ (which imports a subcommand's machinery only when that subcommand runs, to start fast), the lazy
-public API of `azjax/__init__.py`, and `azjax/engines/loading.py` (which imports the network and search modules
-in a background thread, so that GTP and UCI answer the handshake before they are loaded, as lc0 does).
+public API of `azjax/__init__.py`, `azjax/engines/loading.py` (which imports the network and search modules
+in a background thread, so that GTP and UCI answer the handshake before they are loaded, as lc0 does), and
+`azjax/tools/soak.py` (whose child process splits the CPU into devices before it imports the loop).
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "azjax.compile_cache": (),
 }
 # modules whose function bodies may import azjax (see the docstring)
-LAZY_OK = ("azjax.cli", "azjax", "azjax.engines.loading")
+LAZY_OK = ("azjax.cli", "azjax", "azjax.engines.loading", "azjax.tools.soak")
 
 
 def _module_name(file: Path) -> str:
@@ -100,11 +103,23 @@ def test_every_folder_is_a_package() -> None:
 def test_module_imports_only_its_lower_layers(module: str) -> None:
     rules = [(p, allowed) for p, allowed in ALLOWED.items() if _under(module, p)]
     for target, _, line in _imports(MODULES[module]):
-        if not _under(module, "azjax.cli"):
+        if not _under(module, "azjax.cli") and not _under(module, "azjax.tools"):
             assert not _under(target, "azjax.cli"), f"{module}:{line} imports {target}: nothing imports cli/"
         for prefix, allowed in rules:
             ok = _under(target, prefix) or any(_under(target, a) for a in allowed)
             assert ok, f"{module}:{line} imports {target}; {prefix} may import only {allowed or 'nothing'} from azjax"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_core_module_imports_the_tools(module: str) -> None:
+    """The test and bench tooling (azjax/tools/) sits above the library: no core module imports it, even inside a
+    function; the command line imports it only inside the command that runs it."""
+    if _under(module, "azjax.tools"):
+        return
+    for target, in_function, line in _imports(MODULES[module]):
+        if _under(target, "azjax.tools"):
+            assert _under(module, "azjax.cli") and in_function, (
+                f"{module}:{line} imports {target}: no core module imports azjax.tools (cli/: only inside a command)")
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

@@ -23,15 +23,15 @@ from conftest import load_script
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import azjax.engines.fuzz as fuzz
+import azjax.tools.fuzz as fuzz
 from azjax import checkpoint as ckpt
 from azjax.cli import main
 from azjax.config import Config
 from azjax.engines.engine import Engine
-from azjax.engines.fuzz import check_gtp_reply, fuzz_gtp, fuzz_uci, make_untrained_model
 from azjax.engines.gtp import GTPEngine, clean_line
 from azjax.engines.lc0 import SearchResult
 from azjax.engines.uci import UCIEngine
+from azjax.tools.fuzz import check_gtp_reply, fuzz_gtp, fuzz_uci, make_untrained_model
 from azjax.train.driver import NumericalFault, numerical_fault, read_csv, train
 from azjax.train.loop import Trainer
 
@@ -368,7 +368,7 @@ def test_a_metrics_row_cut_short_by_a_kill_is_dropped_on_reading(tmp_path):
 
 @pytest.mark.slow
 def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics_and_parameters(tmp_path, tiny_overrides):
-    from azjax.cli.soak import soak
+    from azjax.tools.soak import soak
 
     # Every field as a flag: the same config as the in-process tests, so the children reuse their compiles.
     # Games end and SGD runs from step 3 of the 4: the final parameters compared are trained ones, and a kill after

@@ -237,10 +237,10 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 def bench_parser() -> Parser:
-    """The bench's own flags (`azjax.train.bench.add_arguments`) under this CLI's rules: no abbreviations, one-line
+    """The bench's own flags (`azjax.tools.bench.add_arguments`) under this CLI's rules: no abbreviations, one-line
     errors, and the numbers checked, so a bad flag is refused before the bench compiles anything."""
     from azjax.config import PRESETS
-    from azjax.train.bench import add_arguments
+    from azjax.tools.bench import add_arguments
 
     p = Parser(prog="azjax bench")
     add_arguments(p)
@@ -271,7 +271,7 @@ def check_bench_flags(flags: list[str]) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from azjax.train.bench import main as bench_main
+    from azjax.tools.bench import main as bench_main
 
     flags = args.argv[args.argv.index("bench") + 1:]
     return bench_main([a for a in flags if a != "--no-compile-cache"])
@@ -390,7 +390,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=any_int, default=0)
     p.set_defaults(func=cmd_play)
 
-    # The bench parses its own flags (`python -m azjax.train.bench --help`): the CLI hands them on unread.
+    # The bench parses its own flags (`python -m azjax.tools.bench --help`): the CLI hands them on unread.
     p = sub.add_parser("bench", add_help=False,
                        help="self-play speed against the network-only ceiling and a plain loop")
     p.set_defaults(func=cmd_bench)

@@ -2,7 +2,7 @@
 
     report = soak(workdir, overrides, kills=20, seed=0)
 
-The runs are `azjax train` processes started through `python -m azjax.cli.soak child ARGS...`, which runs
+The runs are `azjax train` processes started through `python -m azjax.tools.soak child ARGS...`, which runs
 the real command line after wrapping three functions of the host driver so that they print phase
 markers on stdout (`@@phase begin|end NAME STEP`): the loop step (`Trainer.step`, synchronised so that
 the marker spans the device work), the periodic evaluation (`azjax.train.driver.evaluate`) and the checkpoint
@@ -105,7 +105,7 @@ class Child:
     """One `azjax train` process with a reader thread collecting its output lines."""
 
     def __init__(self, args: list[str], env: dict[str, str], log_file: Path):
-        self.proc = subprocess.Popen([sys.executable, "-m", "azjax.cli.soak", "child", *args], stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "azjax.tools.soak", "child", *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, env=env, text=True, bufsize=1)
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.log = open(log_file, "a")  # noqa: SIM115
@@ -352,4 +352,4 @@ def _compare(ref_dir: Path, run_dir: Path, ref_rows: list[dict[str, str]]) -> di
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "child":
         sys.exit(child_main(sys.argv[2:]))
-    sys.exit("usage: python -m azjax.cli.soak child AZJAX_ARGS... (see scripts/soak_resume.py)")
+    sys.exit("usage: python -m azjax.tools.soak child AZJAX_ARGS... (see scripts/soak_resume.py)")
