@@ -248,7 +248,7 @@ def test_a_directory_where_a_model_file_should_be_gets_a_clear_error(models, tmp
     (["--game", "go_9x9", "--komi=-inf"], "komi must be a finite number, got -inf"),
     (["--num_envs", "1e3"], "num_envs expects a number, got '1e3'"),
     (["--augment", "maybe"], "augment expects true/false, got 'maybe'"),
-    (["--n_scl", "0"], "n_scl must be >= 1"),
+    (["--n_scl", "-1"], "n_scl must be >= 0"),
     (["--compute_dtype", "float16"], "compute_dtype must be one of float32, bfloat16"),
     (["--game", "chess", "--start", "8/8/8 w"], "bad FEN"),
 ])

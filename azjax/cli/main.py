@@ -190,8 +190,8 @@ def cmd_play(args: argparse.Namespace) -> int:
     from azjax.play.agents import network_agent
 
     config, params = load_model(args.checkpoint)
-    if args.n_scl is not None:
-        config = config.replace(n_scl=args.n_scl or None)
+    if args.n_scl is not None:  # an override of the checkpoint's n_scl (0: off)
+        config = config.replace(n_scl=args.n_scl)
     game = play_game(config)
     agent = network_agent(config, game, params, num_simulations=args.simulations)
     act = jax.jit(agent.act)

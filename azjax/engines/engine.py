@@ -76,7 +76,8 @@ class Engine:
       config: the checkpoint's config (network shape, search kind and constants, game, komi, start).
       params: the network parameters.
       visits: simulations per search (default: `config.eval_simulations`).
-      n_scl: search-contempt node limit; None keeps the config's, 0 turns it off.
+      n_scl: an override of the config's search-contempt node limit: None keeps the config's `n_scl`, an int
+        replaces it (0 turns search-contempt off, as in the config).
       search: "puct" or "gumbel" to override the config's search kind.
       seed: PRNG seed of the searches (Gumbel with gumbel_scale 0 and PUCT without noise are
         deterministic anyway).
@@ -87,7 +88,7 @@ class Engine:
         if search:
             config = config.replace(eval_search=search)
         if n_scl is not None:
-            config = config.replace(n_scl=n_scl or None)
+            config = config.replace(n_scl=n_scl)
         self.config = config
         self.params = params
         # The base game: chess positions from other FENs reuse it (only `init` depends on the start),
@@ -111,13 +112,14 @@ class Engine:
     # ----- settings
 
     @property
-    def n_scl(self) -> int | None:
+    def n_scl(self) -> int:
+        """The search-contempt node limit the searches use (0: off)."""
         return self.config.n_scl
 
-    def set_n_scl(self, n_scl: int | None) -> None:
-        if n_scl is not None and n_scl < 0:
+    def set_n_scl(self, n_scl: int) -> None:
+        if n_scl < 0:
             raise ValueError(f"n_scl must be >= 0 (0 = off), got {n_scl}")
-        self.config = self.config.replace(n_scl=n_scl or None)
+        self.config = self.config.replace(n_scl=n_scl)
 
     def set_visits(self, visits: int) -> None:
         if int(visits) < 1:

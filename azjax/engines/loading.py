@@ -44,12 +44,12 @@ class EngineDefaults:
     Attributes:
       game: the checkpoint's game (`go_9x9`, `chess`, ...).
       visits: simulations per search (`--visits`, else the config's `eval_simulations`).
-      n_scl: the search-contempt node limit (None: off).
+      n_scl: the search-contempt node limit (0: off).
     """
 
     game: str
     visits: int
-    n_scl: int | None
+    n_scl: int
 
 
 class EngineLoad:
@@ -118,7 +118,7 @@ def start_engine(args: argparse.Namespace, command: str, err: TextIO | None = No
     from azjax.checkpoint import load_config
 
     config = load_config(args.checkpoint)
-    n_scl = config.n_scl if args.n_scl is None else (args.n_scl or None)
+    n_scl = config.n_scl if args.n_scl is None else args.n_scl  # --n_scl overrides the config's; 0: off
     defaults = EngineDefaults(game=config.game, visits=int(args.visits or config.eval_simulations), n_scl=n_scl)
     kwargs = dict(visits=args.visits, n_scl=args.n_scl, search=getattr(args, "search", None),
                   seed=getattr(args, "seed", 0))

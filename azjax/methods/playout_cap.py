@@ -42,6 +42,7 @@ from azjax import replay as rb
 from azjax.games import Game, GameState
 from azjax.methods.alphazero import Searched
 from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec, run_search, search_inputs
+from azjax.search.contempt import contempt_on
 from azjax.search.core import search
 from azjax.search.policies import (
     add_dirichlet_noise,
@@ -220,7 +221,7 @@ class PlayoutCapSearch:
     columns: tuple[str, ...] = ("full_search_share",)
 
     def __post_init__(self) -> None:
-        if self.forced_k > 0 and (self.spec.kind != "puct" or self.spec.n_scl is not None):
+        if self.forced_k > 0 and (self.spec.kind != "puct" or contempt_on(self.spec.n_scl)):
             raise ValueError("forced playouts need the PUCT search without search-contempt")
 
     @property

@@ -58,6 +58,7 @@ __all__ = [
     "contempt_gumbel_muzero_policy",
     "contempt_loop_fn",
     "contempt_muzero_policy",
+    "contempt_on",
     "contempt_selection_fn",
     "contempt_stats",
     "init_contempt_data",
@@ -101,14 +102,20 @@ def contempt_stats(tree: mctx.Tree) -> ContemptStats:
     """
     data = tree.extra_data
     if not isinstance(data, ContemptData):
-        raise TypeError("not a search-contempt tree (n_scl=None runs mctx's plain search)")
+        raise TypeError("not a search-contempt tree (n_scl=0 runs mctx's plain search)")
     return ContemptStats(frozen=data.frozen, frozen_counts=data.frozen_counts, depth=data.depth)
+
+
+def contempt_on(n_scl: NScl) -> bool:
+    """Whether `n_scl` switches search-contempt on: every value but the off value 0 (a concrete integer). A traced
+    array is on: a sweep traces n_scl only in a program whose runs all have contempt on."""
+    return not (isinstance(n_scl, int | np.integer) and not isinstance(n_scl, bool) and n_scl == 0)
 
 
 def _check_n_scl(n_scl: NScl) -> jax.Array:
     """n_scl as an int32 scalar; a concrete value must be an integer >= 1."""
     if isinstance(n_scl, bool | np.bool_):
-        raise TypeError(f"n_scl must be an integer >= 1 or None, got {n_scl!r}")
+        raise TypeError(f"n_scl must be an integer >= 1, got {n_scl!r}")
     if isinstance(n_scl, int | np.integer):
         if n_scl < 1:
             raise ValueError(f"n_scl must be >= 1, got {n_scl}")
@@ -279,20 +286,20 @@ class Contempt:
         return contempt_loop_fn(loop_fn)
 
 
-def contempt_muzero_policy(*args: Any, n_scl: NScl | None, **kwargs: Any) -> mctx.PolicyOutput:
+def contempt_muzero_policy(*args: Any, n_scl: NScl, **kwargs: Any) -> mctx.PolicyOutput:
     """`mctx.muzero_policy` (`azjax.search.policies.muzero_policy`, same arguments) with search-contempt at odd
     depths: `search_tree.extra_data` is a `ContemptData` (see `contempt_stats`).
 
     n_scl: visits after which an opponent (odd-depth) node freezes its child visit distribution
-      (an int >= 1, or an int32 scalar array, which may be traced). None: the plain search.
+      (an int >= 1, or an int32 scalar array, which may be traced). 0: off, the plain search.
     """
-    return muzero_policy(*args, extension=None if n_scl is None else Contempt(n_scl), **kwargs)
+    return muzero_policy(*args, extension=Contempt(n_scl) if contempt_on(n_scl) else None, **kwargs)
 
 
-def contempt_gumbel_muzero_policy(*args: Any, n_scl: NScl | None, **kwargs: Any) -> mctx.PolicyOutput:
+def contempt_gumbel_muzero_policy(*args: Any, n_scl: NScl, **kwargs: Any) -> mctx.PolicyOutput:
     """`mctx.gumbel_muzero_policy` (`azjax.search.policies.gumbel_muzero_policy`, same arguments) with
     search-contempt at odd depths: `search_tree.extra_data` is a `ContemptData` (with `root_gumbel` [B, A]).
 
-    n_scl: as in `contempt_muzero_policy`; None: the plain search.
+    n_scl: as in `contempt_muzero_policy`; 0: off, the plain search.
     """
-    return gumbel_muzero_policy(*args, extension=None if n_scl is None else Contempt(n_scl), **kwargs)
+    return gumbel_muzero_policy(*args, extension=Contempt(n_scl) if contempt_on(n_scl) else None, **kwargs)

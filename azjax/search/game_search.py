@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import mctx
 
 from azjax.games import Game, GameState
-from azjax.search.contempt import Contempt
+from azjax.search.contempt import Contempt, contempt_on
 from azjax.search.policies import gumbel_muzero_policy, muzero_policy
 
 Evaluator = Callable[[Any, GameState], tuple[jax.Array, jax.Array]]
@@ -66,7 +66,7 @@ class SearchSpec:
     pb_c_init: float = 1.25
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25
-    n_scl: int | None = None  # search-contempt node limit (docs/methods.md section 1); None = plain search
+    n_scl: int = 0  # search-contempt node limit (docs/methods.md section 1); 0 = off (plain search)
 
 
 def network_evaluator(apply_fn: Callable[..., tuple[jax.Array, jax.Array]]) -> Evaluator:
@@ -184,7 +184,7 @@ def run_search(
     """
     root, recurrent_fn, invalid = search_inputs(game, evaluate, params, states)
     # The two kinds differ only in their own knobs; search-contempt (n_scl) extends both.
-    extension = None if spec.n_scl is None else Contempt(spec.n_scl)
+    extension = Contempt(spec.n_scl) if contempt_on(spec.n_scl) else None
     common = dict(params=params, rng_key=key, root=root, recurrent_fn=recurrent_fn,
                   num_simulations=spec.num_simulations, invalid_actions=invalid, extension=extension)
     if spec.kind == "gumbel":

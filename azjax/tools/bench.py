@@ -200,7 +200,7 @@ def bench_devices(game: str, config: Config, rounds: int = 3) -> dict[str, Any]:
 def bench_contempt(game: str, config: Config, n_scl: int, rounds: int = 3) -> list[dict[str, Any]]:
     """Self-play sims/s of plain PUCT and of PUCT with search-contempt (n_scl), interleaved."""
     rows, steps = [], []
-    for k in (None, n_scl):
+    for k in (0, n_scl):
         cfg = config.replace(search="puct", n_scl=k, sgd_steps_per_step=0, eval_every=0)
         trainer = Trainer(cfg, devices=jax.devices()[:1])
         state = trainer.init(0)
@@ -216,12 +216,12 @@ def bench_contempt(game: str, config: Config, n_scl: int, rounds: int = 3) -> li
             times[i].append(time.perf_counter() - t)
     sims = config.num_envs * config.num_simulations * config.moves_per_step
     plain = sims / statistics.median(times[0])
-    for i, k in enumerate((None, n_scl)):
+    for i, k in enumerate((0, n_scl)):
         rate = sims / statistics.median(times[i])
         row = {"game": game, "search": "puct", "n_scl": k, "num_envs": config.num_envs,
                "num_simulations": config.num_simulations, "sims_per_s": round(rate, 1),
                "seconds_per_round": [round(x, 4) for x in times[i]]}
-        if k is not None:
+        if k:
             row["ratio_vs_plain_puct"] = round(rate / plain, 3)
         rows.append(row)
     return rows

@@ -72,7 +72,7 @@ RUN_AXIS_FIELDS = (
 SWITCH_OFF_VALUES = {"value_target_q_weight": 0.0, "start_state_prob": 1.0, "td_lambda": 1.0}
 # Run-axis fields whose off value takes another code path that is not bit for bit the same: off and on split
 # programs; values that are all on ride one.
-SPLIT_AT_OFF_VALUES = {"n_scl": None, "sensible_lambda": 0.0, "branch_prob": 0.0, "full_search_prob": 1.0}
+SPLIT_AT_OFF_VALUES = {"n_scl": 0, "sensible_lambda": 0.0, "branch_prob": 0.0, "full_search_prob": 1.0}
 # Host-side fields: logging, checkpoints and evaluation; they never change the program.
 HOST_FIELDS = ("log_every", "checkpoint_every", "eval_every", "eval_games", "eval_simulations",
                "eval_opponent_simulations", "eval_search")
