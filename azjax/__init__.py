@@ -7,8 +7,8 @@ The public API; everything else is reachable through the modules named in README
     config, params = load_model("results/models/connect_four_quick")
     agent = network_agent(config, play_game(config), params, num_simulations=64)
     # a new method: AlphaZero's seams (azjax.methods.alphazero) with one replaced
-    seams = loop_seams(config, config_game(config), make_network(config, config_game(config)))
-    trainer = Trainer(config, seams=dataclasses.replace(seams, targets=MyTargets()))
+    built = build_loop(config)                 # the game, network and seams, built once
+    trainer = Trainer(dataclasses.replace(built, seams=dataclasses.replace(built.seams, targets=MyTargets())))
 
 The names are resolved on first access (PEP 562), so `import azjax` alone starts no JAX backend: the
 command line must call `jax.distributed.initialize()` (AZJAX_DISTRIBUTED=1) before anything imports pgx.
@@ -36,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "load_model": "azjax.build",
     "load_checkpoint": "azjax.build",
     "loop_seams": "azjax.build",
+    "Built": "azjax.build",
+    "build_loop": "azjax.build",
     "Seams": "azjax.methods.alphazero",
     "SearchSpec": "azjax.search",
     "run_search": "azjax.search",
@@ -53,12 +55,14 @@ __all__ = [
     "GAMES",
     "PRESETS",
     "Agent",
+    "Built",
     "Config",
     "Game",
     "GameState",
     "SearchSpec",
     "Seams",
     "Trainer",
+    "build_loop",
     "choose_move",
     "config_game",
     "game_named",
@@ -80,6 +84,8 @@ __all__ = [
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily
     from azjax.build import (
+        Built,
+        build_loop,
         config_game,
         game_named,
         load_checkpoint,
