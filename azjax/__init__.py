@@ -3,12 +3,12 @@
 The public API; everything else is reachable through the modules named in README's layout section.
 
     config = preset("connect_four", "quick", num_simulations=32)
-    summary = train(config, "runs/c4")
+    summary = train(config, "runs/c4")      # from azjax.train import train (the package azjax.train)
     config, params = load_model("results/models/connect_four_quick")
     agent = network_agent(config, play_game(config), params, num_simulations=64)
     # a new method: AlphaZero's seams (azjax.methods.alphazero) with one replaced
-    seams = loop_seams(config, config_game(config), make_network(config, config_game(config)))
-    trainer = Trainer(config, seams=dataclasses.replace(seams, targets=MyTargets()))
+    built = build_loop(config)                 # the game, network and seams, built once
+    trainer = Trainer(dataclasses.replace(built, seams=dataclasses.replace(built.seams, targets=MyTargets())))
 
 The names are resolved on first access (PEP 562), so `import azjax` alone starts no JAX backend: the
 command line must call `jax.distributed.initialize()` (AZJAX_DISTRIBUTED=1) before anything imports pgx.
@@ -36,6 +36,8 @@ _EXPORTS: dict[str, str] = {
     "load_model": "azjax.build",
     "load_checkpoint": "azjax.build",
     "loop_seams": "azjax.build",
+    "Built": "azjax.build",
+    "build_loop": "azjax.build",
     "Seams": "azjax.methods.alphazero",
     "SearchSpec": "azjax.search",
     "run_search": "azjax.search",
@@ -46,7 +48,6 @@ _EXPORTS: dict[str, str] = {
     "random_agent": "azjax.play.agents",
     "rollout_mcts_agent": "azjax.play.agents",
     "search_agent": "azjax.play.agents",
-    "train": "azjax.train",
     "Trainer": "azjax.train.loop",
 }
 
@@ -54,12 +55,14 @@ __all__ = [
     "GAMES",
     "PRESETS",
     "Agent",
+    "Built",
     "Config",
     "Game",
     "GameState",
     "SearchSpec",
     "Seams",
     "Trainer",
+    "build_loop",
     "choose_move",
     "config_game",
     "game_named",
@@ -77,11 +80,12 @@ __all__ = [
     "rollout_mcts_agent",
     "run_search",
     "search_agent",
-    "train",
 ]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazily
     from azjax.build import (
+        Built,
+        build_loop,
         config_game,
         game_named,
         load_checkpoint,
@@ -96,7 +100,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time the names load lazi
     from azjax.methods.alphazero import Seams
     from azjax.play.agents import Agent, network_agent, policy_agent, random_agent, rollout_mcts_agent, search_agent
     from azjax.search import SearchSpec, choose_move, run_search
-    from azjax.train import train
     from azjax.train.loop import Trainer
 
 

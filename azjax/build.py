@@ -1,5 +1,7 @@
 """The composition root: the one place below the command line that turns a `Config` into the pieces of a run.
 
+    built = build_loop(config)                      # all of it for the loop, once: game, network, seams
+    trainer = Trainer(built)                        # (azjax.train.loop; Trainer(config) builds it itself)
     game = config_game(config)                      # the config's game (chess: with its start position)
     net = make_network(config, game)                # the flax module (tanh or SAI heads)
     evaluate = make_evaluator(config, game, net)    # net outputs -> search value (tanh, or SAI's sigmoid-komi)
@@ -15,6 +17,7 @@ identity, so sharing one object per setting keeps every jit cache keyed on the g
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 from typing import Any
@@ -197,6 +200,48 @@ def loop_seams(config: Config, game: Game, net: PolicyValueNet, like: Config | N
     logged = katago_aux.AuxiliaryValue(value, auxiliary.columns) if auxiliary.columns else value
     return Seams(search=search_policy(config, game, value.evaluator(net.apply), like), value=logged,
                  starts=game_starts(config, game, net, like), targets=targets(config, like), auxiliary=auxiliary)
+
+
+@dataclasses.dataclass(frozen=True)
+class Built:
+    """What a config builds for the loop, made once (`build_loop`): the game, the network and the loop's five seams
+    (the search policy holds the search spec and the evaluator it searches with).
+
+    Attributes:
+      config: the config whose values fill the components.
+      like: the config whose switches chose them; `config` itself, except in a sweep (`with_values`).
+      game, net: the config's game and network.
+      seams: the loop's seams (AlphaZero's unless the config switches a method on); a test or a new method may
+        replace one (`dataclasses.replace(built, seams=dataclasses.replace(built.seams, targets=...))`).
+    """
+
+    config: Config
+    like: Config
+    game: Game
+    net: PolicyValueNet
+    seams: Seams
+
+    @property
+    def spec(self) -> SearchSpec:
+        """The self-play search settings."""
+        return self.seams.search.spec
+
+    @property
+    def evaluate(self) -> Evaluator | ParentAwareEvaluator:
+        """The network's outputs as the search's values, through the value seam."""
+        return self.seams.value.evaluator(self.net.apply)
+
+    def with_values(self, config: Config) -> Built:
+        """The same game, network and components, filled with `config`'s values (traced ones too: a sweep's run
+        axis); every size and shape stays this one's."""
+        return dataclasses.replace(self, config=config, seams=loop_seams(config, self.game, self.net, like=self.like))
+
+
+def build_loop(config: Config) -> Built:
+    """The game, the network and the loop's seams of `config`, built once."""
+    game = config_game(config)
+    net = make_network(config, game)
+    return Built(config=config, like=config, game=game, net=net, seams=loop_seams(config, game, net))
 
 
 def search_policy(config: Config, game: Game, evaluate: Evaluator | ParentAwareEvaluator,

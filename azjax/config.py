@@ -58,7 +58,7 @@ class Config:
     pb_c_init: float = 1.25  # PUCT
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25
-    n_scl: int | None = None  # search-contempt node limit (docs/methods.md section 1); None = plain search
+    n_scl: int = 0  # search-contempt node limit (docs/methods.md section 1); 0 = off (plain search)
     temperature_moves: int = 10  # tau = 1 for the first k moves of each trajectory, then greedy
     # SAI sigmoid-komi values (docs/methods.md section 2; Go only); value_head="tanh" = plain AlphaZero
     value_head: Literal["tanh", "sai"] = "tanh"
@@ -187,8 +187,8 @@ class Config:
         if self.adjudicate_result not in ADJUDICATE_RESULTS:
             raise ValueError(f"adjudicate_result must be one of {', '.join(ADJUDICATE_RESULTS)}, "
                              f"got {self.adjudicate_result!r}")
-        if self.n_scl is not None and self.n_scl < 1:
-            raise ValueError(f"n_scl must be >= 1 (or None = off), got {self.n_scl}")
+        if self.n_scl < 0:
+            raise ValueError(f"n_scl must be >= 0 (0 = off), got {self.n_scl}")
         if self.colour_plane and self.game != "connect_four":
             raise ValueError(f"colour_plane applies to connect_four only ({self.game!r}'s observation has a "
                              "colour plane of its own)")
@@ -219,8 +219,8 @@ class Config:
         if self.full_search_prob < 1 and self.fast_simulations >= self.num_simulations:
             raise ValueError(f"fast_simulations ({self.fast_simulations}) must be below num_simulations "
                              f"({self.num_simulations}) for playout caps")
-        if self.forced_playouts_k > 0 and (self.search != "puct" or self.n_scl is not None):
-            raise ValueError("forced_playouts_k > 0 needs search='puct' without search-contempt (n_scl=None)")
+        if self.forced_playouts_k > 0 and (self.search != "puct" or self.n_scl != 0):
+            raise ValueError("forced_playouts_k > 0 needs search='puct' without search-contempt (n_scl=0)")
         for name in ("ownership_loss_weight", "score_loss_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0 (0 = off), got {getattr(self, name)}")
@@ -255,6 +255,8 @@ class Config:
         unknown = sorted(set(d) - names)
         if unknown:
             raise ValueError(f"unknown config field(s): {', '.join(unknown)}")
+        if "n_scl" in d and d["n_scl"] is None:  # written before 0 meant off
+            d = {**d, "n_scl": 0}
         return cls(**{"legacy_heads": True, "head_hidden_norm": False, "value_target_q": "root", **d})
 
     @classmethod

@@ -4,8 +4,9 @@
 
 `init_distributed()` calls `jax.distributed.initialize()`; after it `jax.devices()` lists the
 accelerators of every host, and the loop's mesh (`azjax.train.loop.Trainer`) spans them all. It must run
-before anything starts JAX's backend, and importing pgx does (azjax.games), so `azjax.cli` calls it
-before its other imports and a script calls it first thing. This module imports nothing of azjax.
+before anything starts JAX's backend, and importing pgx does (azjax.games), so the command line's `main` calls it
+(`azjax.cli.main.start_devices`) before it imports any command's machinery, and a script calls it first thing.
+This module imports nothing of azjax.
 
 On one host with no accelerator, `AZJAX_CPU_DEVICES=N` (or `auto`, one per core) splits the CPU into N JAX
 devices (`split_host_cpu`), so the data-parallel loop keeps N cores busy: XLA runs one device's small
@@ -68,7 +69,7 @@ def init_distributed() -> bool:
         return False
     import jax
 
-    if jax.distributed.is_initialized():  # e.g. a script that initialised and then imported azjax.cli
+    if jax.distributed.is_initialized():  # e.g. a script that initialised and then ran azjax.cli.main
         return True
     kwargs: dict[str, Any] = {}
     for name, env in (("num_processes", "AZJAX_NUM_PROCESSES"), ("process_id", "AZJAX_PROCESS_ID")):

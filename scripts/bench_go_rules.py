@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     from azjax.checkpoint import script_command, write_json
     from azjax.games import make_game
     from azjax.games.go_rules import go_env
-    from azjax.train.bench import _interleaved, machine
+    from azjax.tools.bench import interleaved, machine
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", type=int, nargs="+", default=[7, 9])
@@ -78,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
                 "game_step_on_azjax": random_plies(ours.step, ours.init, batch, args.plies),
             }
             calls = {name: (lambda f=f: jax.block_until_ready(f(jax.random.key(0)))) for name, f in runs.items()}
-            first, _, median = _interleaved(calls, args.rounds)
+            first, _, median = interleaved(calls, args.rounds)
             moves = batch * args.plies
             row = dict(size=size, batch=batch, plies=args.plies,
                        median_seconds={k: round(v, 4) for k, v in median.items()},

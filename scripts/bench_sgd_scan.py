@@ -29,7 +29,7 @@ def main(argv: list[str] | None = None) -> int:
     from azjax.build import game_named, init_params, make_network
     from azjax.checkpoint import script_command, write_json
     from azjax.config import preset
-    from azjax.train.bench import machine
+    from azjax.tools.bench import machine
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--game", default="connect_four")

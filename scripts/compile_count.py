@@ -31,9 +31,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default="results/reliability.json")
     args = parser.parse_args(argv)
 
-    from azjax.cli import enable_compilation_cache
+    from azjax.compile_cache import enable_compilation_cache
     from azjax.config import preset
-    from azjax.train.compile_watch import STEP_FUNCTION, watch_run_and_resume
+    from azjax.tools.compile_watch import STEP_FUNCTION, watch_run_and_resume
 
     enable_compilation_cache()  # a cache hit is still counted: JAX reports it as a compilation event
 

@@ -45,7 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--opponent_simulations", type=int, default=64, help="simulations of a PATH opponent without :N")
     p.add_argument("--random_moves", type=int, default=2, help="the opponent's first K moves are random (K >= 1)")
     p.add_argument("--visits", nargs="+", type=int, default=[100, 400, 1600, 6400], help="the giver's visits per move")
-    p.add_argument("--n_scl", nargs="+", type=parse_n_scl, default=[None, 28, 5],
+    p.add_argument("--n_scl", nargs="+", type=parse_n_scl, default=[0, 28, 5],
                    help="the giver's settings: 'off' = plain PUCT, or search-contempt's N_scl (default off 28 5)")
     p.add_argument("--games", type=int, default=100, help="games per cell (even)")
     p.add_argument("--batch", type=int, default=None, help="games per batch (even; default a whole cell)")
@@ -123,7 +123,7 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     from azjax.build import load_model as load_checkpoint
     from azjax.build import make_evaluator
     from azjax.checkpoint import write_json
-    from azjax.cli import enable_compilation_cache
+    from azjax.compile_cache import enable_compilation_cache
     from azjax.play.selfplay_stats import selfplay_params, temperature_agent
     from azjax.play.specs import parse_agent
     from azjax.search import SearchSpec
@@ -156,8 +156,8 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
         plain = temperature_agent(game, evaluate, spec, params=params)
         contempt = temperature_agent(game, evaluate, dataclasses.replace(spec, n_scl=1), params=params)
         for n_scl in args.n_scl:
-            label = "off" if n_scl is None else n_scl
-            giver = (plain if n_scl is None else contempt).with_params(
+            label = n_scl or "off"
+            giver = (contempt if n_scl else plain).with_params(
                 selfplay_params(params, n_scl, 0.0), name=f"puct{visits}-scl{label}")
             t0 = time.time()
             row = dict(visits=visits, n_scl=label, **play_cell(game, giver, opponent, args.games, batch, args.seed))

@@ -29,16 +29,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
-def parse_n_scl(text: str) -> int | None:
-    if text.lower() in ("off", "none", "inf"):
-        return None
+def parse_n_scl(text: str) -> int:
+    """n_scl from the command line: an integer >= 1, or off (also 0, none, inf): 0, as in the config."""
+    if text.lower() in ("off", "none", "inf", "0"):
+        return 0
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"n_scl must be >= 1 or 'off', got {text}")
     return value
 
 
-def parse_setting(text: str) -> tuple[int | None, float]:
+def parse_setting(text: str) -> tuple[int, float]:
     if ":" not in text:
         raise argparse.ArgumentTypeError(f"a setting is N_SCL:TAU (e.g. 5:0 or off:1), got {text!r}")
     n, tau = text.split(":", 1)
@@ -56,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=None, help="games per batch (even; default all)")
     p.add_argument("--sims", type=int, default=64, help="simulations per move")
     p.add_argument("--search", default="puct", choices=["puct", "gumbel"])
-    p.add_argument("--n_scl", nargs="+", type=parse_n_scl, default=[1, 2, 5, 8, 16, 32, 64, None],
+    p.add_argument("--n_scl", nargs="+", type=parse_n_scl, default=[1, 2, 5, 8, 16, 32, 64, 0],
                    help="n_scl values; 'off' = plain search (default 1 2 5 8 16 32 64 off)")
     p.add_argument("--temps", nargs="+", type=float, default=[0.0, 1.0], help="move temperatures tau (0 = greedy)")
     p.add_argument("--settings", nargs="+", type=parse_setting, default=None, metavar="N_SCL:TAU",
@@ -109,7 +110,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import numpy as np
 
     from azjax.checkpoint import script_command, write_json
-    from azjax.cli import enable_compilation_cache
+    from azjax.compile_cache import enable_compilation_cache
     from azjax.play.arena import match
     from azjax.play.selfplay_stats import (
         first_player_outcomes,
@@ -142,9 +143,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if any(tau < 0 for _, tau in grid):
         raise SystemExit("temperatures must be >= 0")
     for n_scl, tau in grid:
-        agent = (plain if n_scl is None else contempt).with_params(
+        agent = (contempt if n_scl else plain).with_params(
             selfplay_params(eval_params, n_scl, tau, args.temperature_moves),
-            name=f"scl{'off' if n_scl is None else n_scl}-tau{tau:g}",
+            name=f"scl{n_scl or 'off'}-tau{tau:g}",
         )
         t0 = time.time()
         # Common random numbers: every setting plays from the same key.
@@ -152,7 +153,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         records = result.records
         stats = selfplay_stats(records, max_prefix=min(args.max_prefix, game.max_moves))
         row: dict[str, Any] = dict(
-            n_scl="off" if n_scl is None else n_scl, tau=tau, temperature_moves=args.temperature_moves,
+            n_scl=n_scl or "off", tau=tau, temperature_moves=args.temperature_moves,
             sims=args.sims, **stats.to_dict(), illegal=int(np.asarray(records.illegal).sum()),
         )
         if args.adjudicate is not None:

@@ -247,8 +247,8 @@ def sentinels() -> Any:
     import azjax.cli.arena
     import azjax.engines.engine
     import azjax.play.arena
-    import azjax.train
-    import azjax.train.bench
+    import azjax.tools.bench
+    import azjax.train.driver
     import azjax.train.plan
     import azjax.train.sweep
     from azjax.build import load_model
@@ -260,8 +260,9 @@ def sentinels() -> Any:
         load_model(checkpoint)  # what the engine checks first: a bad path is still refused
         raise Accepted
 
-    patches = [(azjax.train, "Trainer", stop), (azjax.train.sweep, "Sweep", stop), (azjax.play.arena, "match", stop),
-               (builtins, "input", stop), (azjax.train.bench, "main", stop), (azjax.train.plan, "plan", stop),
+    patches = [(azjax.train.driver, "Trainer", stop), (azjax.train.sweep, "Sweep", stop),
+               (azjax.play.arena, "match", stop), (builtins, "input", stop), (azjax.tools.bench, "main", stop),
+               (azjax.train.plan, "plan", stop),
                (azjax.cli.arena, "setup_openings", stop), (azjax.cli.arena, "random_openings", stop),
                (azjax.engines.engine.Engine, "from_checkpoint", staticmethod(engine))]
     saved = [(obj, name, vars(obj)[name]) for obj, name, _ in patches]
@@ -349,7 +350,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=None, help="merge the counts into this JSON file (key fuzz_cli)")
     p.add_argument("--verbose", action="store_true", help="every line and its outcome on stderr")
     args = p.parse_args(argv)
-    os.environ.setdefault("AZJAX_CPU_DEVICES", "2")  # before azjax starts JAX's backend
+    os.environ.setdefault("AZJAX_CPU_DEVICES", "2")
+    from azjax.cli.main import start_devices
+
+    start_devices()  # before anything starts JAX's backend (`main` would, too late: the fuzz asks JAX first)
     os.environ["AZJAX_CACHE_DIR"] = "off"  # nothing written to the user's compilation cache
     result = fuzz(args.lines, args.seed, verbose=args.verbose)
     print(f"{result['rejected']} of {result['lines']} malformed lines rejected with one line and exit status 2, "

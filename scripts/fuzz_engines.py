@@ -5,7 +5,7 @@ results/reliability.json (key `fuzz`, merged into the file).
     python scripts/fuzz_engines.py --lines 500 --out /tmp/r.json
 
 The engines play untrained 1x8 models made in a temporary directory (4 visits a search), so the
-count measures the protocol front ends, not the strength. See azjax/engines/fuzz.py for what is checked.
+count measures the protocol front ends, not the strength. See azjax/tools/fuzz.py for what is checked.
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ import tempfile
 import time
 from pathlib import Path
 
-import azjax.engines.fuzz as fuzz
+import azjax.tools.fuzz as fuzz
 from azjax.checkpoint import update_json
-from azjax.engines.fuzz import fuzz_gtp, fuzz_uci, make_untrained_model
 from azjax.games import GAMES
+from azjax.tools.fuzz import fuzz_gtp, fuzz_uci, make_untrained_model
 
 SEARCH = {"connect_four": "gumbel", "go_7x7": "gumbel", "go_9x9": "puct", "chess": "gumbel"}
 

@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     import jax
 
     from azjax.checkpoint import script_command, write_json
-    from azjax.cli import enable_compilation_cache
+    from azjax.compile_cache import enable_compilation_cache
     from azjax.games import make_game
     from azjax.play.material import DEFAULT_SCALE, adjudicate_by_material, material_evaluator
     from azjax.play.selfplay_stats import temperature_agent
@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         for budget in args.budgets:
             for method in args.methods:
-                n_scl = args.n_scl if method == "contempt" else None
+                n_scl = args.n_scl if method == "contempt" else 0
                 spec = SearchSpec(kind="puct", num_simulations=budget, dirichlet_fraction=0.0, n_scl=n_scl)
                 giver = temperature_agent(game, evaluate, spec, tau=0.0, name=f"{method}{budget}")
                 t0 = time.time()
@@ -216,7 +216,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     engine.new_game()
                 res = play_fixed_colours(game, giver, engine or opponent, key, args.games, args.movetime_ms)
                 unfinished = int((~res["terminated"]).sum())
-                row = dict(budget=budget, method=method, n_scl=n_scl, **_summary(res["outcome"], unfinished),
+                row = dict(budget=budget, method=method, n_scl=n_scl or None, **_summary(res["outcome"], unfinished),
                            illegal=int(res["illegal"].sum()), mean_length=float(res["length"].mean()))
                 if args.adjudicate is not None:
                     judged = adjudicate_by_material(res["final"], res["length"], res["terminated"], res["outcome"],

@@ -46,7 +46,7 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     import jax
 
     from azjax.build import game_named as base_game
-    from azjax.cli import enable_compilation_cache
+    from azjax.compile_cache import enable_compilation_cache
     from azjax.play.benchmarks import grade_agent, load_pons
     from azjax.play.specs import require_jax_agent
 

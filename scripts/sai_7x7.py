@@ -34,7 +34,7 @@ PERFECT_PLAY_BLACK_LEAD = 9.0  # 7x7 Go: Black wins by 9 on the board with perfe
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from azjax.cli import _config_flags
+    from azjax.cli.args import config_flags
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--minutes", type=float, default=120.0, help="wall-time budget of the training (default 120)")
@@ -48,7 +48,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="with --report_only: the command that trained the run in --run_dir, recorded in --out")
     p.add_argument("--report_only", action="store_true",
                    help="train nothing: write --out, --plot and --model_dir from the run in --run_dir as it stands")
-    _config_flags(p)
+    config_flags(p)
     return p.parse_args(argv)
 
 
@@ -108,12 +108,13 @@ def main(argv: list[str] | None = None) -> int:
     from azjax import checkpoint as ckpt
     from azjax.build import load_model as load_checkpoint
     from azjax.checkpoint import script_command
-    from azjax.cli import _overrides, enable_compilation_cache
+    from azjax.cli.args import overrides as cli_overrides
+    from azjax.compile_cache import enable_compilation_cache
     from azjax.config import preset
     from azjax.train import load_metrics, train
 
     enable_compilation_cache()
-    overrides = _overrides(args)
+    overrides = cli_overrides(args)
     if overrides.get("value_head", "sai") != "sai":
         raise SystemExit("sai_7x7.py trains SAI networks: value_head must stay 'sai'")
     if args.steps is not None:

@@ -121,7 +121,7 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     import jax
 
     from azjax.build import board_game, cached_evaluator, game_named, load_model, sai_readout, search_spec
-    from azjax.cli import enable_compilation_cache
+    from azjax.compile_cache import enable_compilation_cache
     from azjax.play.selfplay_stats import temperature_agent
 
     if not jax.config.jax_compilation_cache_dir:

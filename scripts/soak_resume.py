@@ -1,7 +1,7 @@
 """Kill soak: a small Connect Four run killed with SIGKILL at random moments (during self-play steps,
 steps with SGD, checkpoint writes, evaluations) and resumed each time; its metrics, evaluations and
 final parameters must equal those of an uninterrupted run of the same seed. Writes the `kill_soak`
-section of results/reliability.json (merged into the file). See azjax/cli/soak.py for the method.
+section of results/reliability.json (merged into the file). See azjax/tools/soak.py for the method.
 
     python scripts/soak_resume.py                  # 20 kills
     python scripts/soak_resume.py --kills 3 --out /tmp/r.json --workdir /tmp/soak
@@ -17,7 +17,7 @@ import tempfile
 import time
 
 from azjax.checkpoint import script_command, update_json
-from azjax.cli.soak import soak
+from azjax.tools.soak import soak
 
 # Small enough for minutes on 2 CPU cores; the replay is large (64k positions, ~25 MB) so that a
 # checkpoint write lasts long enough to be hit; SGD starts after a few steps (the replay fills first),

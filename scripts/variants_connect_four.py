@@ -184,7 +184,7 @@ def plot(summary: dict[str, Any], path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     from azjax.checkpoint import script_command, write_json
-    from azjax.cli import enable_compilation_cache
+    from azjax.compile_cache import enable_compilation_cache
     from azjax.play.benchmarks import load_pons
 
     argv = sys.argv[1:] if argv is None else list(argv)

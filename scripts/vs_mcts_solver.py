@@ -89,7 +89,7 @@ def play_vs_solver(game: Any, agent: Any, make_bot: Any, openings: list[list[str
     import jax.numpy as jnp
 
     from azjax.engines.position import Position
-    from azjax.play.tournament import _jit_act
+    from azjax.play.tournament import jit_act
 
     pyspiel, _ = import_open_spiel()
     spiel_game = pyspiel.load_game("connect_four")
@@ -108,7 +108,7 @@ def play_vs_solver(game: Any, agent: Any, make_bot: Any, openings: list[list[str
     moves = [list(opening) for opening in openings for _ in range(2)]
     bots = [make_bot(i) for i in range(n)]
     step = jax.jit(jax.vmap(game.step))
-    act = _jit_act(agent.act)
+    act = jit_act(agent.act)
     outcome = np.zeros(n)
     while not np.asarray(states.terminated).all():
         live = ~np.asarray(states.terminated)
@@ -170,7 +170,7 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     import jax
 
     from azjax.build import game_named as base_game
-    from azjax.cli import enable_compilation_cache
+    from azjax.compile_cache import enable_compilation_cache
     from azjax.play.specs import require_jax_agent
     from azjax.play.tournament import random_openings
 

@@ -169,6 +169,15 @@ def test_a_saved_config_without_value_target_q_resumes_with_the_q_it_was_trained
         Config(value_target_q="leaf")
 
 
+def test_a_saved_config_with_n_scl_null_loads_with_search_contempt_off():
+    """config.json files written when None meant "off" (`"n_scl": null`) load with today's off value, 0."""
+    old = {**Config().to_dict(), "n_scl": None}
+    assert Config.from_dict(old).n_scl == 0 and Config.from_dict(old) == Config()
+    assert Config().n_scl == 0 and Config.from_json(Config(n_scl=5).to_json()).n_scl == 5
+    with pytest.raises(ValueError, match="n_scl must be >= 0"):
+        Config(n_scl=-1)
+
+
 def test_a_saved_config_without_legacy_heads_is_a_model_with_the_old_heads():
     """config.json files written before normalised heads existed load with `legacy_heads=True`, so the
     network built for them matches their parameters; new configs save the field explicitly."""

@@ -154,7 +154,8 @@ def test_cpu_devices_rejects_what_is_not_a_count(value):
 
 def test_the_command_line_trains_on_the_cpu_split_into_devices():
     env = {k: v for k, v in _env(1).items() if k != "XLA_FLAGS"}
-    probe = "import azjax.cli, jax; print(jax.device_count())"
+    # What `azjax.cli.main` does first when a command runs.
+    probe = "from azjax.cli.main import start_devices; start_devices(); import jax; print(jax.device_count())"
     out = subprocess.run([sys.executable, "-c", probe], env={**env, "AZJAX_CPU_DEVICES": "2"}, capture_output=True,
                          text=True, timeout=300)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -162,3 +163,15 @@ def test_the_command_line_trains_on_the_cpu_split_into_devices():
     bad = subprocess.run([sys.executable, "-m", "azjax.cli", "train", "--game", "connect_four"],
                          env={**env, "AZJAX_CPU_DEVICES": "many"}, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 1 and "AZJAX_CPU_DEVICES='many'" in bad.stderr
+
+
+def test_importing_the_command_line_changes_nothing():
+    """Scripts import azjax.cli (and the compilation cache): no CPU split, no many-host start, no JAX backend."""
+    env = {k: v for k, v in _env(1).items() if k != "XLA_FLAGS"}
+    probe = ("import os, sys, azjax.cli, azjax.cli.main, azjax.compile_cache\n"
+             "print(os.environ.get('XLA_FLAGS', ''), 'pgx' in sys.modules, 'azjax.config' in sys.modules)\n"
+             "import jax; print(jax.device_count(), jax.distributed.is_initialized())")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300,
+                         env={**env, "AZJAX_CPU_DEVICES": "2", "AZJAX_DISTRIBUTED": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.splitlines()[-2:] == [" False False", "1 False"], out.stdout

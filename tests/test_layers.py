@@ -3,15 +3,19 @@
     games/    the rules: imports nothing from azjax
     search/   tree search over a game: imports games/ only
     methods/  the loop's seams and the papers' methods: games/, search/ and the replay only
-    network.py, replay.py, config.py (pure leaves): no azjax import but the games registry (config)
+    network.py, replay.py, hosts.py, compile_cache.py, config.py (pure leaves): no azjax import but the games
+              registry (config)
     build.py  the composition root: Config -> components; the one model loader
     train/, play/, engines/  built on the above
-    cli/      argparse and printing; nothing imports it
+    cli/      argparse and printing; nothing imports it but tools/
+    tools/    test and bench tooling (bench, compile watch, fuzzers, soak): no core module imports it, and cli/
+              only inside the command that runs it
 
 No import circles, and no azjax import inside a function body (the usual way to dodge a circle), except in
 cli/ (which imports a subcommand's machinery only when that subcommand runs, to start fast), the lazy
-public API of `azjax/__init__.py`, and `azjax/engines/loading.py` (which imports the network and search modules
-in a background thread, so that GTP and UCI answer the handshake before they are loaded, as lc0 does).
+public API of `azjax/__init__.py`, `azjax/engines/loading.py` (which imports the network and search modules
+in a background thread, so that GTP and UCI answer the handshake before they are loaded, as lc0 does), and
+`azjax/tools/soak.py` (whose child process splits the CPU into devices before it imports the loop).
 """
 
 from __future__ import annotations
@@ -32,9 +36,10 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "azjax.replay": (),
     "azjax.config": ("azjax.games",),
     "azjax.hosts": (),
+    "azjax.compile_cache": (),
 }
 # modules whose function bodies may import azjax (see the docstring)
-LAZY_OK = ("azjax.cli", "azjax", "azjax.engines.loading")
+LAZY_OK = ("azjax.cli", "azjax", "azjax.engines.loading", "azjax.tools.soak")
 
 
 def _module_name(file: Path) -> str:
@@ -98,11 +103,23 @@ def test_every_folder_is_a_package() -> None:
 def test_module_imports_only_its_lower_layers(module: str) -> None:
     rules = [(p, allowed) for p, allowed in ALLOWED.items() if _under(module, p)]
     for target, _, line in _imports(MODULES[module]):
-        if not _under(module, "azjax.cli"):
+        if not _under(module, "azjax.cli") and not _under(module, "azjax.tools"):
             assert not _under(target, "azjax.cli"), f"{module}:{line} imports {target}: nothing imports cli/"
         for prefix, allowed in rules:
             ok = _under(target, prefix) or any(_under(target, a) for a in allowed)
             assert ok, f"{module}:{line} imports {target}; {prefix} may import only {allowed or 'nothing'} from azjax"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_core_module_imports_the_tools(module: str) -> None:
+    """The test and bench tooling (azjax/tools/) sits above the library: no core module imports it, even inside a
+    function; the command line imports it only inside the command that runs it."""
+    if _under(module, "azjax.tools"):
+        return
+    for target, in_function, line in _imports(MODULES[module]):
+        if _under(target, "azjax.tools"):
+            assert _under(module, "azjax.cli") and in_function, (
+                f"{module}:{line} imports {target}: no core module imports azjax.tools (cli/: only inside a command)")
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -146,20 +163,46 @@ def test_every_public_name_resolves_to_what_its_module_defines() -> None:
 
     assert sorted(azjax.__all__) == sorted(azjax._EXPORTS)
     for name, module in azjax._EXPORTS.items():
-        if name != "train":
-            assert getattr(azjax, name) is getattr(importlib.import_module(module), name), name
+        assert getattr(azjax, name) is getattr(importlib.import_module(module), name), name
 
 
-def test_azjax_train_trains_even_after_its_package_is_imported(tmp_path) -> None:
-    """Importing `azjax.train.loop` binds `azjax.train` to the package; calling it still runs `train()`."""
-    import importlib
+def test_package_inits_only_re_export_what_their_modules_define() -> None:
+    """A package's `__init__.py` holds no code: a docstring, imports from its own modules and `__all__`."""
+    for file in sorted(ROOT.rglob("__init__.py")):
+        if file.parent == ROOT:  # the lazy public API of azjax/__init__.py
+            continue
+        for node in ast.parse(file.read_text()).body:
+            docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            all_ = isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == ["__all__"]
+            assert docstring or all_ or isinstance(node, ast.Import | ast.ImportFrom), (
+                f"{file.relative_to(ROOT.parent)}:{node.lineno}: code in a package's __init__.py")
 
-    import pytest
 
-    import azjax
-    from azjax.checkpoint import CheckpointError
+def test_azjax_train_is_a_plain_package_with_the_train_function() -> None:
+    import types
 
-    importlib.import_module("azjax.train.loop")
-    assert callable(azjax.train)
-    with pytest.raises((CheckpointError, FileNotFoundError)):
-        azjax.train(None, tmp_path / "nothing here", resume=True)
+    import azjax.train
+    from azjax.train.driver import train
+
+    assert type(azjax.train) is types.ModuleType and azjax.train.train is train
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def test_no_module_imports_a_private_name_of_another_azjax_module() -> None:
+    """What one module uses of another has a public name: no `from azjax.x import _name` in azjax/, scripts/ or
+    tests/ (a module's own private names stay its own; dunder names are fine)."""
+    found = []
+    for folder in ("azjax", "scripts", "tests"):
+        for file in sorted((ROOT.parent / folder).rglob("*.py")):
+            module = _module_name(file) if folder == "azjax" else str(file.relative_to(ROOT.parent))
+            for node in ast.walk(ast.parse(file.read_text(), filename=str(file))):
+                if not isinstance(node, ast.ImportFrom):
+                    continue
+                target = _resolve(module, node, file.name == "__init__.py") if folder == "azjax" else node.module or ""
+                if target != module and (target == "azjax" or target.startswith("azjax.")):
+                    found += [f"{file.relative_to(ROOT.parent)}:{node.lineno}: {target}.{a.name}"
+                              for a in node.names if _private(a.name)]
+    assert not found, "private names imported from other modules:\n" + "\n".join(found)

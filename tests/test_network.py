@@ -14,7 +14,7 @@ from azjax.build import init_params, make_network
 from azjax.config import Config, preset
 from azjax.games import make_game
 from azjax.network import HeadConv, ScalarHead, first_player_plane, head_health
-from azjax.train import HeadWatch
+from azjax.train.driver import HeadWatch
 from azjax.train.loop import Trainer, with_head_health
 
 

@@ -23,16 +23,16 @@ from conftest import load_script
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import azjax.engines.fuzz as fuzz
+import azjax.tools.fuzz as fuzz
 from azjax import checkpoint as ckpt
 from azjax.cli import main
 from azjax.config import Config
 from azjax.engines.engine import Engine
-from azjax.engines.fuzz import check_gtp_reply, fuzz_gtp, fuzz_uci, make_untrained_model
 from azjax.engines.gtp import GTPEngine, clean_line
 from azjax.engines.lc0 import SearchResult
 from azjax.engines.uci import UCIEngine
-from azjax.train import NumericalFault, _read_csv, numerical_fault, train
+from azjax.tools.fuzz import check_gtp_reply, fuzz_gtp, fuzz_uci, make_untrained_model
+from azjax.train.driver import NumericalFault, numerical_fault, read_csv, train
 from azjax.train.loop import Trainer
 
 REPO = Path(fuzz.__file__).parents[2]
@@ -248,7 +248,7 @@ def test_a_directory_where_a_model_file_should_be_gets_a_clear_error(models, tmp
     (["--game", "go_9x9", "--komi=-inf"], "komi must be a finite number, got -inf"),
     (["--num_envs", "1e3"], "num_envs expects a number, got '1e3'"),
     (["--augment", "maybe"], "augment expects true/false, got 'maybe'"),
-    (["--n_scl", "0"], "n_scl must be >= 1"),
+    (["--n_scl", "-1"], "n_scl must be >= 0"),
     (["--compute_dtype", "float16"], "compute_dtype must be one of float32, bfloat16"),
     (["--game", "chess", "--start", "8/8/8 w"], "bad FEN"),
 ])
@@ -361,14 +361,14 @@ def test_a_nan_loss_is_a_fault_only_where_sgd_ran():
 def test_a_metrics_row_cut_short_by_a_kill_is_dropped_on_reading(tmp_path):
     file = tmp_path / "metrics.csv"
     file.write_text("step,loss\n1,0.5\n2,0.4\n3,0.")  # killed while appending step 3
-    assert [r["step"] for r in _read_csv(file)] == ["1", "2"]
+    assert [r["step"] for r in read_csv(file)] == ["1", "2"]
     file.write_text("step,loss\n1,0.5\n2\n")  # a row with too few fields
-    assert [r["step"] for r in _read_csv(file)] == ["1"]
+    assert [r["step"] for r in read_csv(file)] == ["1"]
 
 
 @pytest.mark.slow
 def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics_and_parameters(tmp_path, tiny_overrides):
-    from azjax.cli.soak import soak
+    from azjax.tools.soak import soak
 
     # Every field as a flag: the same config as the in-process tests, so the children reuse their compiles.
     # Games end and SGD runs from step 3 of the 4: the final parameters compared are trained ones, and a kill after
@@ -419,7 +419,7 @@ def _rss_anon_mib() -> float:
 def test_freed_heap_memory_goes_back_to_the_os_at_once():
     """What the compiler frees stays mapped until glibc happens to trim it; the run hands it back right after the
     first step. Here: 200 MB of small blocks, freed below a block still in use (so no automatic trim)."""
-    from azjax.train import release_freed_memory
+    from azjax.train.driver import release_freed_memory
 
     if not Path("/proc/self/status").exists() or not release_freed_memory():
         pytest.skip("needs Linux with glibc (malloc_trim, /proc)")

@@ -2,6 +2,6 @@
 
 import sys
 
-from azjax.cli import main
+from azjax.cli.main import main
 
 sys.exit(main())

@@ -33,7 +33,7 @@ from typing import Any
 
 from azjax.build import sai_readout
 from azjax.checkpoint import refuse_model_dir
-from azjax.cli import finite_float, nonnegative_int, positive_int
+from azjax.cli.args import finite_float, nonnegative_int, positive_int
 from azjax.engines.engine import Engine
 from azjax.engines.lc0 import SearchResult, format_table
 from azjax.engines.position import Position, parse_position

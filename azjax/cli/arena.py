@@ -48,7 +48,7 @@ from typing import Any
 
 from azjax.build import game_named
 from azjax.checkpoint import refuse_model_dir
-from azjax.cli import any_int, even_games, finite_float, nonnegative_float, nonnegative_int, positive_int
+from azjax.cli.args import any_int, even_games, finite_float, nonnegative_float, nonnegative_int, positive_int
 from azjax.engines.external import EngineError
 from azjax.play.arena import Z95, MatchResult, fit_elo, round_robin_results
 from azjax.play.specs import parse_agent, spec_game

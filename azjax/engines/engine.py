@@ -47,7 +47,7 @@ import numpy as np
 from azjax.build import board_game, cached_evaluator, load_model, search_spec
 from azjax.config import Config
 from azjax.engines.lc0 import MoveStat, SearchResult, cp_from_q
-from azjax.engines.position import Position, _jitted_step, stack_states
+from azjax.engines.position import Position, jitted_step, stack_states
 from azjax.games import ODDS_FENS, Game, GameState, check_fen
 from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec
 from azjax.search.readout import empty_search_tree, reused_search_statistics, search_statistics
@@ -116,7 +116,8 @@ class Engine:
       config: the checkpoint's config (network shape, search kind and constants, game, komi, start).
       params: the network parameters.
       visits: simulations per search (default: `config.eval_simulations`).
-      n_scl: search-contempt node limit; None keeps the config's, 0 turns it off.
+      n_scl: an override of the config's search-contempt node limit: None keeps the config's `n_scl`, an int
+        replaces it (0 turns search-contempt off, as in the config).
       search: "puct" or "gumbel" to override the config's search kind.
       seed: PRNG seed of the searches (Gumbel with gumbel_scale 0 and PUCT without noise are
         deterministic anyway).
@@ -134,7 +135,7 @@ class Engine:
         if search:
             config = config.replace(eval_search=search)
         if n_scl is not None:
-            config = config.replace(n_scl=n_scl or None)
+            config = config.replace(n_scl=n_scl)
         self.config = config
         self.params = params
         # The base game: chess positions from other FENs reuse it (only `init` depends on the start),
@@ -161,13 +162,14 @@ class Engine:
     # ----- settings
 
     @property
-    def n_scl(self) -> int | None:
+    def n_scl(self) -> int:
+        """The search-contempt node limit the searches use (0: off)."""
         return self.config.n_scl
 
-    def set_n_scl(self, n_scl: int | None) -> None:
-        if n_scl is not None and n_scl < 0:
+    def set_n_scl(self, n_scl: int) -> None:
+        if n_scl < 0:
             raise ValueError(f"n_scl must be >= 0 (0 = off), got {n_scl}")
-        self.config = self.config.replace(n_scl=n_scl or None)
+        self.config = self.config.replace(n_scl=n_scl)
 
     def set_visits(self, visits: int) -> None:
         if int(visits) < 1:
@@ -334,7 +336,7 @@ class Engine:
         """A PV's actions (-1 padded) in the game's notation, stepping the position where the notation
         depends on it (chess). Shapes: actions [L]."""
         out = []
-        step = _jitted_step(self.game)
+        step = jitted_step(self.game)
         for a in np.asarray(actions):
             a = int(a)
             if a < 0 or bool(state.terminated) or not bool(np.asarray(state.legal_action_mask)[a]):

@@ -44,13 +44,13 @@ class EngineDefaults:
     Attributes:
       game: the checkpoint's game (`go_9x9`, `chess`, ...).
       visits: simulations per search (`--visits`, else the config's `eval_simulations`).
-      n_scl: the search-contempt node limit (None: off).
+      n_scl: the search-contempt node limit (0: off).
       tree_reuse: searches continue the last search's tree where they can (`Engine.tree_reuse`).
     """
 
     game: str
     visits: int
-    n_scl: int | None
+    n_scl: int
     tree_reuse: bool = True
 
 
@@ -121,7 +121,7 @@ def start_engine(args: argparse.Namespace, command: str, err: TextIO | None = No
     from azjax.checkpoint import load_config
 
     config = load_config(args.checkpoint)
-    n_scl = config.n_scl if args.n_scl is None else (args.n_scl or None)
+    n_scl = config.n_scl if args.n_scl is None else args.n_scl  # --n_scl overrides the config's; 0: off
     tree_reuse = bool(getattr(args, "tree_reuse", True))
     defaults = EngineDefaults(game=config.game, visits=int(args.visits or config.eval_simulations), n_scl=n_scl,
                               tree_reuse=tree_reuse)

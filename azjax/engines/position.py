@@ -22,7 +22,8 @@ def start_state(game: Game, komi: float = 0.0, fen: str | None = None) -> GameSt
 
 
 @functools.cache
-def _jitted_step(game: Game):
+def jitted_step(game: Game):
+    """`game.step`, jitted once per game (the positions and the engine share it)."""
     return jax.jit(game.step)
 
 
@@ -97,7 +98,7 @@ class Position:
         if not bool(np.asarray(self.state.legal_action_mask)[int(action)]):
             raise ValueError(f"illegal move: {self.move_str(int(action))!r}")
         move = self.move_str(int(action))
-        self.states.append(_jitted_step(self.game)(self.state, jnp.int32(action)))
+        self.states.append(jitted_step(self.game)(self.state, jnp.int32(action)))
         self.actions.append(int(action))
         self.moves.append(move)
 

@@ -134,7 +134,7 @@ class UCIEngine(LoadingFrontEnd):
                 self.send("id name azjax")
                 self.send("id author azjax")
                 self.send(f"option name Visits type spin default {defaults.visits} min 1 max {MAX_VISITS}")
-                self.send(f"option name NScl type spin default {defaults.n_scl or 0} min 0 max 1000000")
+                self.send(f"option name NScl type spin default {defaults.n_scl} min 0 max 1000000")
                 self.send(f"option name TreeReuse type check default {str(defaults.tree_reuse).lower()}")
                 self.send("option name VerboseMoveStats type check default false")
                 self.send("option name UCI_ShowWDL type check default false")

@@ -9,7 +9,9 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from azjax.games import ConnectFour, Game, Go
+from azjax.games.base import Game
+from azjax.games.connect_four import ConnectFour
+from azjax.games.go import Go
 
 
 def _dihedral(x: jax.Array, k: jax.Array) -> jax.Array:

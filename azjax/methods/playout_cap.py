@@ -42,14 +42,15 @@ from azjax import replay as rb
 from azjax.games import Game, GameState
 from azjax.methods.alphazero import Searched
 from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec, run_search, search_inputs
-from azjax.search.contempt import (
-    _add_dirichlet_noise,
-    _apply_temperature,
-    _get_logits_from_probs,
-    _mask_invalid_actions,
-    contempt_muzero_policy,
-)
+from azjax.search.contempt import contempt_on
 from azjax.search.core import search
+from azjax.search.policies import (
+    add_dirichlet_noise,
+    apply_temperature,
+    logits_from_probs,
+    mask_invalid_actions,
+    muzero_policy,
+)
 
 __all__ = [
     "PlayoutCapSearch",
@@ -115,15 +116,15 @@ def forced_muzero_policy(params: Any, rng_key: chex.PRNGKey, root: mctx.RootFnOu
     search and action sampling, so k = 0 reproduces it exactly). `action_weights` is the raw visit
     distribution; the training target is `pruned_policy_target(out.search_tree, k, ...)`."""
     if k == 0:
-        return contempt_muzero_policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions,
-                                      max_depth, loop_fn, n_scl=None, qtransform=qtransform,
-                                      dirichlet_fraction=dirichlet_fraction, dirichlet_alpha=dirichlet_alpha,
-                                      pb_c_init=pb_c_init, pb_c_base=pb_c_base, temperature=temperature)
-    # mctx.muzero_policy's own steps (its private helpers, as search.contempt mirrors them), root selection swapped.
+        return muzero_policy(params, rng_key, root, recurrent_fn, num_simulations, invalid_actions, max_depth,
+                             loop_fn, qtransform=qtransform, dirichlet_fraction=dirichlet_fraction,
+                             dirichlet_alpha=dirichlet_alpha, pb_c_init=pb_c_init, pb_c_base=pb_c_base,
+                             temperature=temperature)
+    # mctx.muzero_policy's own steps (its private helpers, as search.policies mirrors them), root selection swapped.
     rng_key, dirichlet_rng_key, search_rng_key = jax.random.split(rng_key, 3)
-    noisy = _add_dirichlet_noise(dirichlet_rng_key, jax.nn.softmax(root.prior_logits),
+    noisy = add_dirichlet_noise(dirichlet_rng_key, jax.nn.softmax(root.prior_logits),
                                  dirichlet_fraction=dirichlet_fraction, dirichlet_alpha=dirichlet_alpha)
-    root = root.replace(prior_logits=_mask_invalid_actions(_get_logits_from_probs(noisy), invalid_actions))
+    root = root.replace(prior_logits=mask_invalid_actions(logits_from_probs(noisy), invalid_actions))
     interior = functools.partial(mctx.muzero_action_selection, pb_c_base=pb_c_base, pb_c_init=pb_c_init,
                                  qtransform=qtransform)
     root_selection = functools.partial(forced_root_action_selection, k=k, pb_c_init=pb_c_init, pb_c_base=pb_c_base,
@@ -133,7 +134,7 @@ def forced_muzero_policy(params: Any, rng_key: chex.PRNGKey, root: mctx.RootFnOu
                   num_simulations=num_simulations, max_depth=max_depth, invalid_actions=invalid_actions,
                   loop_fn=loop_fn)
     weights = tree.summary().visit_probs
-    action_logits = _apply_temperature(_get_logits_from_probs(weights), temperature)
+    action_logits = apply_temperature(logits_from_probs(weights), temperature)
     action = jax.random.categorical(rng_key, action_logits)
     return mctx.PolicyOutput(action=action, action_weights=weights, search_tree=tree)
 
@@ -220,7 +221,7 @@ class PlayoutCapSearch:
     columns: tuple[str, ...] = ("full_search_share",)
 
     def __post_init__(self) -> None:
-        if self.forced_k > 0 and (self.spec.kind != "puct" or self.spec.n_scl is not None):
+        if self.forced_k > 0 and (self.spec.kind != "puct" or contempt_on(self.spec.n_scl)):
             raise ValueError("forced playouts need the PUCT search without search-contempt")
 
     @property

@@ -117,7 +117,7 @@ def _play(game: Game, act_a: ActFn, act_b: ActFn, num_games: int, params_a: Any,
     return records
 
 
-_play_jit = jax.jit(_play, static_argnums=(0, 1, 2, 3))
+play_jit = jax.jit(_play, static_argnums=(0, 1, 2, 3))
 
 
 def play_games(game: Game, agent_a: Agent, agent_b: Agent, key: jax.Array, num_games: int,
@@ -133,7 +133,7 @@ def play_games(game: Game, agent_a: Agent, agent_b: Agent, key: jax.Array, num_g
     if num_games < 2 or num_games % 2:
         raise ValueError(f"num_games must be even and >= 2, got {num_games}")
     komi = game.komi if komi is None else game.check_komi(komi)
-    return _play_jit(game, agent_a.act, agent_b.act, num_games, agent_a.params, agent_b.params, key, komi)
+    return play_jit(game, agent_a.act, agent_b.act, num_games, agent_a.params, agent_b.params, key, komi)
 
 
 # ---------------------------------------------------------------- statistics

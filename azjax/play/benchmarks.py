@@ -29,7 +29,7 @@ from azjax.games import Game
 from azjax.play.agents import Agent
 from azjax.play.arena import wilson_interval
 from azjax.play.selfplay_stats import replay_moves
-from azjax.play.tournament import _jit_act  # one jitted act per agent, shared with the arena
+from azjax.play.tournament import jit_act  # one jitted act per agent, shared with the arena
 
 # Pons' six sets, shipped inside the package (azjax/data/README.md: source, format); scripts take --data.
 PONS_DATA = str(Path(__file__).resolve().parents[1] / "data" / "connect_four_pons.jsonl")
@@ -175,7 +175,7 @@ def agent_moves(
             chunk = np.concatenate([chunk, np.repeat(chunk[-1:], size - len(chunk), axis=0)])
         key, sub = jax.random.split(key)
         states = replay_moves(game, chunk)  # all positions at once: a scan over plies
-        out.append(np.asarray(_jit_act(agent.act)(agent.params, sub, states))[: min(size, n - lo)])
+        out.append(np.asarray(jit_act(agent.act)(agent.params, sub, states))[: min(size, n - lo)])
     return np.concatenate(out).astype(np.int32)
 
 

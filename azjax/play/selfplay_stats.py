@@ -20,7 +20,7 @@ k-move game.
 Agent: `temperature_agent(game, evaluate, spec, tau, temperature_moves)` searches with `run_search`
 and plays pi(a) ~ N(s0, a)^(1/tau) from the root visit counts (tau = 0: greedy), optionally only for
 the first `temperature_moves` moves of a game (then greedy); search-contempt is on when `spec.n_scl`
-is an integer. n_scl, tau and the temperature window live in the agent's params
+is not 0. n_scl, tau and the temperature window live in the agent's params
 (`SelfPlayParams`), so one compiled self-play program serves every setting of a sweep:
 `agent.with_params(selfplay_params(...))` changes them without recompiling (contempt on vs off are
 two programs: off is mctx's plain search). Self-play is `arena.play_games(game, agent, agent, ...)`.
@@ -161,8 +161,6 @@ def selfplay_stats(records: Any, max_prefix: int | None = None, outcomes: np.nda
 
 # ---------------------------------------------------------------- temperature self-play agent (jax)
 
-# n_scl standing for "off" in `SelfPlayParams` when the compiled search is the plain one (unused).
-N_SCL_OFF = 0
 ALWAYS = 2**30  # a temperature window that never closes
 
 
@@ -184,17 +182,17 @@ class SelfPlayParams:
 
 
 def selfplay_params(
-    evaluator_params: Any, n_scl: int | None, tau: float, temperature_moves: int | None = None
+    evaluator_params: Any, n_scl: int, tau: float, temperature_moves: int | None = None
 ) -> SelfPlayParams:
     """`SelfPlayParams` from plain values (`temperature_moves=None`: tau for the whole game)."""
     if tau < 0:
         raise ValueError(f"tau must be >= 0, got {tau}")
-    if n_scl is not None and n_scl < 1:
-        raise ValueError(f"n_scl must be >= 1 or None, got {n_scl}")
+    if n_scl < 0:
+        raise ValueError(f"n_scl must be >= 0 (0 = off), got {n_scl}")
     window = ALWAYS if temperature_moves is None else int(temperature_moves)
     return SelfPlayParams(
         evaluator=evaluator_params,
-        n_scl=jnp.int32(N_SCL_OFF if n_scl is None else n_scl),
+        n_scl=jnp.int32(n_scl),
         tau=jnp.float32(tau),
         temperature_moves=jnp.int32(window),
     )
@@ -204,7 +202,7 @@ def selfplay_params(
 def _temperature_act(game: Game, evaluate: Evaluator, spec: SearchSpec, contempt: bool) -> ActFn:
     def act(params: SelfPlayParams, key: jax.Array, states: GameState) -> jax.Array:
         search_key, move_key = jax.random.split(key)
-        run_spec = dataclasses.replace(spec, n_scl=params.n_scl if contempt else None)
+        run_spec = dataclasses.replace(spec, n_scl=params.n_scl if contempt else 0)
         out = run_search(run_spec, game, evaluate, params.evaluator, search_key, states)
         explore = states.move_number < params.temperature_moves
         return choose_move(spec, move_key, out, explore, params.tau)
@@ -225,8 +223,8 @@ def temperature_agent(
 
     Args:
       game, evaluate: the game and the evaluator (`(params, states) -> (logits, value)`).
-      spec: the search; `spec.n_scl` an int turns search-contempt on (its value can later be changed
-        through the params), None runs the plain search. Root noise comes from the spec
+      spec: the search; `spec.n_scl` >= 1 turns search-contempt on (its value can later be changed
+        through the params), 0 runs the plain search. Root noise comes from the spec
         (`dirichlet_fraction`); pass 0 for noiseless play.
       tau: move temperature: inside the window the move is drawn from the search's policy target
         pi^(1/tau) (`azjax.search.choose_move`); tau = 0 or outside the window, the search's own choice.
@@ -239,8 +237,8 @@ def temperature_agent(
       Agent whose params are `SelfPlayParams`; swap settings with
       `agent.with_params(selfplay_params(evaluator_params, n_scl, tau, temperature_moves))`.
     """
-    contempt = spec.n_scl is not None
-    act = _temperature_act(game, evaluate, dataclasses.replace(spec, n_scl=None), contempt)
+    contempt = spec.n_scl != 0
+    act = _temperature_act(game, evaluate, dataclasses.replace(spec, n_scl=0), contempt)
     name = name or f"{spec.kind}{spec.num_simulations}-scl{spec.n_scl if contempt else 'off'}-tau{tau:g}"
     return Agent(name=name, act=act, params=selfplay_params(params, spec.n_scl, tau, temperature_moves))
 

@@ -156,8 +156,8 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
     n_scl = spec_n_scl if spec_n_scl is not None else n_scl
     if search:
         config = config.replace(eval_search=search)
-    if n_scl is not None:
-        config = config.replace(n_scl=n_scl or None)
+    if n_scl is not None:  # an override of the checkpoint's n_scl (0: off)
+        config = config.replace(n_scl=n_scl)
     game = board_game(config)
     label = Path(path).name
     if policy:

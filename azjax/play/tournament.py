@@ -117,7 +117,8 @@ def play_games_from(game: Game, agent_a: Agent, agent_b: Agent, key: jax.Array, 
 
 
 @functools.cache
-def _jit_act(act: ActFn):
+def jit_act(act: ActFn):
+    """An agent's `act`, jitted once per agent (host-side games and the benchmarks share it)."""
     return jax.jit(act)
 
 
@@ -168,7 +169,7 @@ class HostPlayer:
             assert a.agent is not None
             self.key, sub = jax.random.split(self.key)
             batch = jax.tree.map(lambda x: x[None], pos.state)
-            action = int(_jit_act(a.agent.act)(a.agent.params, sub, batch)[0])
+            action = int(jit_act(a.agent.act)(a.agent.params, sub, batch)[0])
             if not bool(np.asarray(pos.state.legal_action_mask)[action]):
                 return f"illegal:{action}"
             return pos.move_str(action)

@@ -1,249 +1,45 @@
-"""Batched tree search over a `Game` with mctx.
+"""Batched tree search over a `Game` with mctx (docs/methods.md sections 0 and 1).
 
-An *evaluator* maps (params, states [B]) to (prior logits [B, A], value [B]), the value from the
-view of the player to move. The network is one evaluator; a material count for chess or SAI's
-sigmoid-komi read-out are others. From (game, evaluator) we build mctx's root and recurrent
-functions with AlphaZero's two-player conventions (docs/methods.md section 0):
-
-  * the recurrent step plays the action in the real game, reward = the reward of the player who
-    moved, value = evaluator's value for the player now to move;
-  * discount = -1 (the value flips sign every ply), 0 at terminals, where the value is also 0;
-  * illegal actions are masked in the priors and passed to mctx as `invalid_actions`.
-
-An evaluator may also value a node in the light of its parent (SAI's sensible agent): a
-`ParentAwareEvaluator` gives each node a `context` ([B, ...]) that the search keeps in the node's
-embedding next to the game state and hands to the evaluation of its children.
-
-`run_search` then runs PUCT (`muzero_policy`, with root Dirichlet noise for self-play) or the
-Gumbel root (`gumbel_muzero_policy`).
+The modules: `game_search.py` (evaluators, the one recurrent function, `run_search` with PUCT or the Gumbel root,
+the one move chooser `choose_move`), `policies.py` (AlphaZero's PUCT and Gumbel policies, mctx's step for step),
+`contempt.py` (search-contempt, an extension of those policies), `core.py` (mctx's search loop with a backup
+that does not copy the tree), `readout.py` (root statistics and principal variations).
 """
 
-from __future__ import annotations
+from azjax.search.game_search import (
+    Evaluator,
+    LeafFn,
+    ParentAwareEvaluator,
+    SearchSpec,
+    choose_move,
+    game_recurrent_fn,
+    make_recurrent_fn,
+    mask_logits,
+    network_evaluator,
+    policy_value,
+    root_fn,
+    root_q_values,
+    root_visit_counts,
+    run_search,
+    search_inputs,
+    searched_choice,
+)
 
-import dataclasses
-from collections.abc import Callable
-from typing import Any, Literal
-
-import chex
-import jax
-import jax.numpy as jnp
-import mctx
-
-from azjax.games import Game, GameState
-from azjax.search.contempt import contempt_gumbel_muzero_policy, contempt_muzero_policy
-
-Evaluator = Callable[[Any, GameState], tuple[jax.Array, jax.Array]]
-
-
-@dataclasses.dataclass(frozen=True)
-class ParentAwareEvaluator:
-    """An evaluator whose value of a node depends on its parent through a per-node `context`.
-
-    root(params, states [B]) -> (logits [B, A], value [B], context [B, ...]): the search root.
-    child(params, states [B], parent_context [B, ...]) -> (logits, value, context): a node reached
-      by one move from a node whose context is `parent_context`.
-    Values are from the view of the player to move at the node, as for `Evaluator`. Called as a plain
-    evaluator it evaluates `states` as roots.
-    """
-
-    root: Callable[[Any, GameState], tuple[jax.Array, jax.Array, Any]]
-    child: Callable[[Any, GameState, Any], tuple[jax.Array, jax.Array, Any]]
-
-    def __call__(self, params: Any, states: GameState) -> tuple[jax.Array, jax.Array]:
-        logits, value, _ = self.root(params, states)
-        return logits, value
-
-
-@dataclasses.dataclass(frozen=True)
-class SearchSpec:
-    """Static search settings (hashable, so jitted functions can close over them)."""
-
-    kind: Literal["gumbel", "puct"] = "gumbel"
-    num_simulations: int = 32
-    max_num_considered_actions: int = 16
-    gumbel_scale: float = 1.0
-    pb_c_init: float = 1.25
-    dirichlet_alpha: float = 0.3
-    dirichlet_fraction: float = 0.25
-    n_scl: int | None = None  # search-contempt node limit (docs/methods.md section 1); None = plain search
-
-
-def network_evaluator(apply_fn: Callable[..., tuple[jax.Array, jax.Array]]) -> Evaluator:
-    """The evaluator of a policy-value network: `apply_fn(params, observation)`."""
-
-    def evaluate(params: Any, states: GameState) -> tuple[jax.Array, jax.Array]:
-        return apply_fn(params, states.observation)
-
-    return evaluate
-
-
-def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
-    """Illegal actions get the lowest finite logit; the max is subtracted for stability."""
-    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
-    return jnp.where(legal, logits, jnp.finfo(logits.dtype).min)
-
-
-def root_fn(game: Game, evaluate: Evaluator, params: Any, states: GameState) -> mctx.RootFnOutput:
-    """The root's priors and value; its embedding is `states` (a `ParentAwareEvaluator`: (states, context))."""
-    del game
-    if isinstance(evaluate, ParentAwareEvaluator):
-        logits, value, context = evaluate.root(params, states)
-        embedding = (states, context)
-    else:
-        logits, value = evaluate(params, states)
-        embedding = states
-    return mctx.RootFnOutput(
-        prior_logits=mask_logits(logits, states.legal_action_mask),
-        value=jnp.where(states.terminated, 0.0, value),
-        embedding=embedding,
-    )
-
-
-# (params, key, states [B] after the move, the parent's context) -> (prior logits [B, A] (masked), value [B] for
-# the player now to move, this node's context): what a search knows of a node it reaches.
-LeafFn = Callable[[Any, jax.Array, GameState, Any], tuple[jax.Array, jax.Array, Any]]
-
-
-def game_recurrent_fn(game: Game, leaf: LeafFn, with_context: bool = False) -> mctx.RecurrentFn:
-    """The one mctx recurrent function for a real two-player game (the 'model' is the game itself), with
-    AlphaZero's sign rules (docs/methods.md section 0): the move is played in the game, reward = the reward of
-    the player who moved, value = `leaf`'s value for the player now to move, discount -1, and 0 (reward,
-    value and discount) once the game is over. The network search and the rollout MCTS differ only in `leaf`.
-
-    The embedding is the states [B], or (states, context) with `with_context` (a `ParentAwareEvaluator`).
-    """
-
-    def recurrent_fn(params: Any, key: jax.Array, action: jax.Array, embedding: Any):
-        states, parent_context = embedding if with_context else (embedding, None)
-        mover = states.current_player
-        was_terminal = states.terminated
-        states = jax.vmap(game.step)(states, action)
-        prior_logits, value, context = leaf(params, key, states, parent_context)
-        reward = jnp.take_along_axis(states.rewards, mover[:, None], axis=1)[:, 0]
-        done = states.terminated | was_terminal
-        output = mctx.RecurrentFnOutput(
-            reward=jnp.where(was_terminal, 0.0, reward),
-            discount=jnp.where(done, 0.0, -1.0),
-            # mctx expands below a finished game too (every such node is worth 0). Uniform priors there
-            # spread those visits over the children instead of one ever-deeper chain (the masked priors of
-            # a finished position can put all their mass on one move): the values and the visit counts of
-            # the real positions are the same, and the tree stays as deep as the game.
-            prior_logits=jnp.where(done[:, None], 0.0, prior_logits),
-            value=jnp.where(done, 0.0, value),
-        )
-        return output, ((states, context) if with_context else states)
-
-    return recurrent_fn
-
-
-def make_recurrent_fn(game: Game, evaluate: Evaluator | ParentAwareEvaluator) -> mctx.RecurrentFn:
-    """`game_recurrent_fn` with an evaluator's priors (illegal moves masked) and values."""
-
-    if isinstance(evaluate, ParentAwareEvaluator):
-        child = evaluate.child
-
-        def leaf(params: Any, key: jax.Array, states: GameState, parent_context: Any):
-            del key
-            logits, value, context = child(params, states, parent_context)
-            return mask_logits(logits, states.legal_action_mask), value, context
-
-        return game_recurrent_fn(game, leaf, with_context=True)
-
-    def plain_leaf(params: Any, key: jax.Array, states: GameState, parent_context: Any):
-        del key, parent_context
-        logits, value = evaluate(params, states)
-        return mask_logits(logits, states.legal_action_mask), value, None
-
-    return game_recurrent_fn(game, plain_leaf)
-
-
-def search_inputs(game: Game, evaluate: Evaluator | ParentAwareEvaluator, params: Any,
-                  states: GameState) -> tuple[mctx.RootFnOutput, mctx.RecurrentFn, jax.Array]:
-    """What any mctx policy needs to search from `states` ([B] games): (root, recurrent_fn, invalid_actions
-    [B, A])."""
-    root = root_fn(game, evaluate, params, states)
-    invalid = ~states.legal_action_mask
-    # A finished game has no legal move; give mctx something to search (the result is unused).
-    invalid = jnp.where(invalid.all(axis=-1, keepdims=True), False, invalid)
-    return root, make_recurrent_fn(game, evaluate), invalid
-
-
-def run_search(
-    spec: SearchSpec,
-    game: Game,
-    evaluate: Evaluator | ParentAwareEvaluator,
-    params: Any,
-    key: jax.Array,
-    states: GameState,
-) -> mctx.PolicyOutput:
-    """Searches from every root in `states` ([B] games).
-
-    Returns mctx's PolicyOutput: `action` [B], `action_weights` [B, A] (PUCT: visit distribution;
-    Gumbel: the improved policy), `search_tree`.
-    """
-    root, recurrent_fn, invalid = search_inputs(game, evaluate, params, states)
-    # The two kinds differ only in their own knobs; search-contempt (n_scl) applies to both.
-    common = dict(params=params, rng_key=key, root=root, recurrent_fn=recurrent_fn,
-                  num_simulations=spec.num_simulations, invalid_actions=invalid, n_scl=spec.n_scl)
-    if spec.kind == "gumbel":
-        return contempt_gumbel_muzero_policy(
-            **common, max_num_considered_actions=spec.max_num_considered_actions, gumbel_scale=spec.gumbel_scale
-        )
-    return contempt_muzero_policy(
-        **common, pb_c_init=spec.pb_c_init, dirichlet_alpha=spec.dirichlet_alpha,
-        dirichlet_fraction=spec.dirichlet_fraction,
-    )
-
-
-def root_q_values(tree: mctx.Tree) -> jax.Array:
-    """float32 [B, A]: each root child's mean backed-up value, reward + discount x child value, from the view
-    of the player to move at the root; meaningful where the child was visited."""
-    return tree.children_rewards[:, 0] + tree.children_discounts[:, 0] * tree.children_values[:, 0]
-
-
-def policy_value(tree: mctx.Tree, policy: jax.Array) -> jax.Array:
-    """float32 [B]: the root's value under `policy` [B, A] (e.g. the search's policy target), from the view of
-    the player to move: sum_a policy(a) Q(a) over the visited root children, `policy` renormalised over them;
-    the root's mean backed-up value where `policy` weighs no visited child.
-
-    Under PUCT with the visit distribution this is the root's value without its own network evaluation. Under
-    Gumbel it is the value of the improved policy; the root's mean value there averages over every move that
-    sequential halving visited, the losing ones included."""
-    visited = tree.children_visits[:, 0] > 0
-    weights = jnp.where(visited, policy, 0.0)
-    total = weights.sum(axis=-1)
-    value = (weights * jnp.where(visited, root_q_values(tree), 0.0)).sum(axis=-1) / jnp.where(total > 0, total, 1.0)
-    return jnp.where(total > 0, value, tree.node_values[:, 0])
-
-
-def root_visit_counts(out: mctx.PolicyOutput) -> jax.Array:
-    """int32 [B, A]: the root's child visit counts."""
-    return out.search_tree.summary().visit_counts
-
-
-def searched_choice(spec: SearchSpec, out: mctx.PolicyOutput) -> jax.Array:
-    """int32 [B]: the search's own choice: Gumbel's sequential-halving winner (mctx's `action`), or PUCT's
-    most visited root child (first on ties). Both were visited by the search."""
-    if spec.kind == "gumbel":
-        return out.action.astype(jnp.int32)
-    return jnp.argmax(root_visit_counts(out), axis=-1).astype(jnp.int32)
-
-
-def choose_move(spec: SearchSpec, key: jax.Array, out: mctx.PolicyOutput, explore: jax.Array,
-                tau: jax.Array | float = 1.0) -> jax.Array:
-    """The one move chooser of self-play, evaluation, arena and engines: int32 [B].
-
-    Where `explore` ([B] bool, e.g. inside the temperature window) the move is sampled from the search's
-    policy target pi^(1/tau) (`out.action_weights`: PUCT's visit distribution, Gumbel's improved policy);
-    elsewhere it is the search's own choice (`searched_choice`). Argmax of Gumbel's improved policy is
-    never played: unvisited moves share one mixed value, so it can pick a move the search never looked at.
-    """
-    chex.assert_rank(explore, 1)
-    tau = jnp.broadcast_to(jnp.asarray(tau, jnp.float32), explore.shape)
-    weights = out.action_weights
-    logits = jnp.where(weights > 0, jnp.log(jnp.maximum(weights, 1e-30)), -jnp.inf)
-    logits = logits / jnp.where(tau > 0, tau, 1.0)[:, None]
-    # A finished game's root has no weights; its move is never played.
-    logits = jnp.where(jnp.isfinite(logits).any(axis=-1, keepdims=True), logits, 0.0)
-    sampled = jax.random.categorical(key, logits, axis=-1).astype(jnp.int32)
-    return jnp.where(explore & (tau > 0), sampled, searched_choice(spec, out))
+__all__ = [
+    "Evaluator",
+    "LeafFn",
+    "ParentAwareEvaluator",
+    "SearchSpec",
+    "choose_move",
+    "game_recurrent_fn",
+    "make_recurrent_fn",
+    "mask_logits",
+    "network_evaluator",
+    "policy_value",
+    "root_fn",
+    "root_q_values",
+    "root_visit_counts",
+    "run_search",
+    "search_inputs",
+    "searched_choice",
+]

@@ -31,15 +31,16 @@ How it plugs into mctx (`mctx.search`'s arguments and mctx's selection functions
     from the new node's parent to the root (O(depth * A) per tree); when no node was created (a
     `max_depth` cut-off, where the path is not known) it falls back to a scan of the whole tree.
 
-The policies below are `mctx.muzero_policy` / `mctx.gumbel_muzero_policy` step for step, run on
-`azjax.search.core.search` (mctx's loop with a backup that does not touch the whole tree per step).
-With `n_scl=None`, or when contempt never triggers (n_scl at least the simulation budget), they give
-mctx's policy outputs exactly: the same PRNG splits, noise, tree, action and action_weights.
+`Contempt` makes these a `SearchExtension` of AlphaZero's policies (`azjax.search.policies`, mctx's step for
+step), and `contempt_muzero_policy` / `contempt_gumbel_muzero_policy` are those policies with it. When contempt
+never triggers (n_scl at least the simulation budget) they give mctx's policy outputs exactly: the same PRNG
+splits, noise, tree, action and action_weights. Plain AlphaZero (n_scl off) runs the policies without it and
+never enters this module.
 """
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 from typing import Any, NamedTuple
 
 import chex
@@ -48,14 +49,16 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 
-from azjax.search.core import search
+from azjax.search.policies import gumbel_muzero_policy, muzero_policy
 
 __all__ = [
+    "Contempt",
     "ContemptData",
     "ContemptStats",
     "contempt_gumbel_muzero_policy",
     "contempt_loop_fn",
     "contempt_muzero_policy",
+    "contempt_on",
     "contempt_selection_fn",
     "contempt_stats",
     "init_contempt_data",
@@ -99,14 +102,20 @@ def contempt_stats(tree: mctx.Tree) -> ContemptStats:
     """
     data = tree.extra_data
     if not isinstance(data, ContemptData):
-        raise TypeError("not a search-contempt tree (n_scl=None runs mctx's plain search)")
+        raise TypeError("not a search-contempt tree (n_scl=0 runs mctx's plain search)")
     return ContemptStats(frozen=data.frozen, frozen_counts=data.frozen_counts, depth=data.depth)
+
+
+def contempt_on(n_scl: NScl) -> bool:
+    """Whether `n_scl` switches search-contempt on: every value but the off value 0 (a concrete integer). A traced
+    array is on: a sweep traces n_scl only in a program whose runs all have contempt on."""
+    return not (isinstance(n_scl, int | np.integer) and not isinstance(n_scl, bool) and n_scl == 0)
 
 
 def _check_n_scl(n_scl: NScl) -> jax.Array:
     """n_scl as an int32 scalar; a concrete value must be an integer >= 1."""
     if isinstance(n_scl, bool | np.bool_):
-        raise TypeError(f"n_scl must be an integer >= 1 or None, got {n_scl!r}")
+        raise TypeError(f"n_scl must be an integer >= 1, got {n_scl!r}")
     if isinstance(n_scl, int | np.integer):
         if n_scl < 1:
             raise ValueError(f"n_scl must be >= 1, got {n_scl}")
@@ -255,183 +264,42 @@ def contempt_loop_fn(loop_fn: mctx.LoopFn = jax.lax.fori_loop) -> mctx.LoopFn:
     return run
 
 
-# ---------------------------------------------------------------- mctx's private helpers (faithful copies)
+# ---------------------------------------------------------------- the policies with search-contempt
 
 
-def _mask_invalid_actions(logits: jax.Array, invalid_actions: jax.Array | None) -> jax.Array:
-    """mctx `policies._mask_invalid_actions`: invalid actions get the lowest finite logit."""
-    if invalid_actions is None:
-        return logits
-    chex.assert_equal_shape([logits, invalid_actions])
-    logits = logits - jnp.max(logits, axis=-1, keepdims=True)
-    min_logit = jnp.finfo(logits.dtype).min
-    return jnp.where(invalid_actions, min_logit, logits)
+@dataclasses.dataclass(frozen=True)
+class Contempt:
+    """Search-contempt as a `SearchExtension` of the policies (`azjax.search.policies`): the interior selection
+    wrapped (`contempt_selection_fn`), the tree's extra data a `ContemptData`, the loop wrapped
+    (`contempt_loop_fn`). `n_scl`: an int >= 1, or an int32 scalar array, which may be traced."""
+
+    n_scl: NScl
+
+    def interior_selection(self, normal_fn: mctx.InteriorActionSelectionFn) -> mctx.InteriorActionSelectionFn:
+        return contempt_selection_fn(normal_fn)
+
+    def extra_data(self, batch_size: int, num_simulations: int, num_actions: int,
+                   root_gumbel: jax.Array | None) -> ContemptData:
+        return init_contempt_data(batch_size, num_simulations, num_actions, self.n_scl, root_gumbel=root_gumbel)
+
+    def loop_fn(self, loop_fn: mctx.LoopFn) -> mctx.LoopFn:
+        return contempt_loop_fn(loop_fn)
 
 
-def _get_logits_from_probs(probs: jax.Array) -> jax.Array:
-    """mctx `policies._get_logits_from_probs`."""
-    tiny = jnp.finfo(probs.dtype).tiny
-    return jnp.log(jnp.maximum(probs, tiny))
-
-
-def _add_dirichlet_noise(
-    rng_key: chex.PRNGKey, probs: jax.Array, *, dirichlet_alpha: chex.Numeric, dirichlet_fraction: chex.Numeric
-) -> jax.Array:
-    """mctx `policies._add_dirichlet_noise`: P' = (1 - eps) P + eps Dir(alpha), per row of probs [B, A]."""
-    chex.assert_rank(probs, 2)
-    chex.assert_type([dirichlet_alpha, dirichlet_fraction], float)
-    batch_size, num_actions = probs.shape
-    noise = jax.random.dirichlet(
-        rng_key, alpha=jnp.full([num_actions], fill_value=dirichlet_alpha), shape=(batch_size,)
-    )
-    return (1 - dirichlet_fraction) * probs + dirichlet_fraction * noise
-
-
-def _apply_temperature(logits: jax.Array, temperature: chex.Numeric) -> jax.Array:
-    """mctx `policies._apply_temperature`: logits / temperature, temperature 0 allowed."""
-    logits = logits - jnp.max(logits, keepdims=True, axis=-1)
-    tiny = jnp.finfo(logits.dtype).tiny
-    return logits / jnp.maximum(tiny, temperature)
-
-
-def _score_considered(
-    considered_visit: jax.Array,
-    gumbel: jax.Array,
-    logits: jax.Array,
-    normalized_qvalues: jax.Array,
-    visit_counts: jax.Array,
-) -> jax.Array:
-    """mctx `seq_halving.score_considered`."""
-    low_logit = -1e9
-    logits = logits - jnp.max(logits, keepdims=True, axis=-1)
-    penalty = jnp.where(visit_counts == considered_visit, 0, -jnp.inf)
-    chex.assert_equal_shape([gumbel, logits, normalized_qvalues, penalty])
-    return jnp.maximum(low_logit, gumbel + logits + normalized_qvalues) + penalty
-
-
-def _masked_argmax(to_argmax: jax.Array, invalid_actions: jax.Array | None) -> jax.Array:
-    """mctx `action_selection.masked_argmax`."""
-    if invalid_actions is not None:
-        chex.assert_equal_shape([to_argmax, invalid_actions])
-        to_argmax = jnp.where(invalid_actions, -jnp.inf, to_argmax)
-    return jnp.argmax(to_argmax, axis=-1).astype(jnp.int32)
-
-
-# ---------------------------------------------------------------- policies
-
-
-def _search(params: Any, rng_key: chex.PRNGKey, root: mctx.RootFnOutput, recurrent_fn: mctx.RecurrentFn,
-            root_select: Any, interior_select: mctx.InteriorActionSelectionFn, num_simulations: int,
-            invalid_actions: jax.Array | None, max_depth: int | None, loop_fn: mctx.LoopFn, n_scl: NScl | None,
-            root_gumbel: jax.Array | None = None) -> mctx.Tree:
-    """The search of both policies: the plain one (`n_scl` None; mctx's Gumbel extra data where there is a
-    `root_gumbel`), or with the interior selection, the tree's extra data and the loop wrapped for contempt."""
-    if n_scl is None:
-        extra_data = None if root_gumbel is None else mctx.GumbelMuZeroExtraData(root_gumbel=root_gumbel)
-    else:
-        batch_size, num_actions = root.prior_logits.shape
-        interior_select = contempt_selection_fn(interior_select)
-        extra_data = init_contempt_data(batch_size, num_simulations, num_actions, n_scl, root_gumbel=root_gumbel)
-        loop_fn = contempt_loop_fn(loop_fn)
-    return search(params=params, rng_key=rng_key, root=root, recurrent_fn=recurrent_fn,
-                  root_action_selection_fn=root_select, interior_action_selection_fn=interior_select,
-                  num_simulations=num_simulations, max_depth=max_depth, invalid_actions=invalid_actions,
-                  extra_data=extra_data, loop_fn=loop_fn)
-
-
-
-def contempt_muzero_policy(
-    params: Any,
-    rng_key: chex.PRNGKey,
-    root: mctx.RootFnOutput,
-    recurrent_fn: mctx.RecurrentFn,
-    num_simulations: int,
-    invalid_actions: jax.Array | None = None,
-    max_depth: int | None = None,
-    loop_fn: mctx.LoopFn = jax.lax.fori_loop,
-    *,
-    n_scl: NScl | None,
-    qtransform: Any = mctx.qtransform_by_parent_and_siblings,
-    dirichlet_fraction: chex.Numeric = 0.25,
-    dirichlet_alpha: chex.Numeric = 0.3,
-    pb_c_init: chex.Numeric = 1.25,
-    pb_c_base: chex.Numeric = 19652,
-    temperature: chex.Numeric = 1.0,
-) -> mctx.PolicyOutput:
-    """`mctx.muzero_policy` (PUCT, root Dirichlet noise) with search-contempt at odd depths.
-
-    Arguments and return value are `mctx.muzero_policy`'s (B = batch, A = actions): `root` with
-    prior_logits [B, A], value [B]; `invalid_actions` [B, A] (True = invalid); returns `action` [B]
-    sampled from visits^(1/temperature), `action_weights` [B, A] = root visit distribution and
-    `search_tree` (its `extra_data` is a `ContemptData`; see `contempt_stats`).
+def contempt_muzero_policy(*args: Any, n_scl: NScl, **kwargs: Any) -> mctx.PolicyOutput:
+    """`mctx.muzero_policy` (`azjax.search.policies.muzero_policy`, same arguments) with search-contempt at odd
+    depths: `search_tree.extra_data` is a `ContemptData` (see `contempt_stats`).
 
     n_scl: visits after which an opponent (odd-depth) node freezes its child visit distribution
-      (an int >= 1, or an int32 scalar array, which may be traced). None: the plain search.
+      (an int >= 1, or an int32 scalar array, which may be traced). 0: off, the plain search.
     """
-    rng_key, dirichlet_rng_key, search_rng_key = jax.random.split(rng_key, 3)
-    noisy_logits = _get_logits_from_probs(
-        _add_dirichlet_noise(
-            dirichlet_rng_key,
-            jax.nn.softmax(root.prior_logits),
-            dirichlet_fraction=dirichlet_fraction,
-            dirichlet_alpha=dirichlet_alpha,
-        )
-    )
-    root = root.replace(prior_logits=_mask_invalid_actions(noisy_logits, invalid_actions))
-
-    normal_fn = functools.partial(
-        mctx.muzero_action_selection, pb_c_base=pb_c_base, pb_c_init=pb_c_init, qtransform=qtransform
-    )
-    search_tree = _search(params, search_rng_key, root, recurrent_fn, functools.partial(normal_fn, depth=0),
-                          normal_fn, num_simulations, invalid_actions, max_depth, loop_fn, n_scl)
-
-    summary = search_tree.summary()
-    action_weights = summary.visit_probs
-    action_logits = _apply_temperature(_get_logits_from_probs(action_weights), temperature)
-    action = jax.random.categorical(rng_key, action_logits)
-    return mctx.PolicyOutput(action=action, action_weights=action_weights, search_tree=search_tree)
+    return muzero_policy(*args, extension=Contempt(n_scl) if contempt_on(n_scl) else None, **kwargs)
 
 
-def contempt_gumbel_muzero_policy(
-    params: Any,
-    rng_key: chex.PRNGKey,
-    root: mctx.RootFnOutput,
-    recurrent_fn: mctx.RecurrentFn,
-    num_simulations: int,
-    invalid_actions: jax.Array | None = None,
-    max_depth: int | None = None,
-    loop_fn: mctx.LoopFn = jax.lax.fori_loop,
-    *,
-    n_scl: NScl | None,
-    qtransform: Any = mctx.qtransform_completed_by_mix_value,
-    max_num_considered_actions: int = 16,
-    gumbel_scale: chex.Numeric = 1.0,
-) -> mctx.PolicyOutput:
-    """`mctx.gumbel_muzero_policy` (Gumbel root, sequential halving) with search-contempt at odd depths.
+def contempt_gumbel_muzero_policy(*args: Any, n_scl: NScl, **kwargs: Any) -> mctx.PolicyOutput:
+    """`mctx.gumbel_muzero_policy` (`azjax.search.policies.gumbel_muzero_policy`, same arguments) with
+    search-contempt at odd depths: `search_tree.extra_data` is a `ContemptData` (with `root_gumbel` [B, A]).
 
-    Arguments and return value are `mctx.gumbel_muzero_policy`'s: `action` [B] is the best considered
-    root action by gumbel + logits + completed Q, `action_weights` [B, A] = softmax(logits +
-    completed Q), `search_tree` carries a `ContemptData` (with `root_gumbel` [B, A]).
-
-    n_scl: as in `contempt_muzero_policy`; None: the plain search.
+    n_scl: as in `contempt_muzero_policy`; 0: off, the plain search.
     """
-    root = root.replace(prior_logits=_mask_invalid_actions(root.prior_logits, invalid_actions))
-
-    rng_key, gumbel_rng = jax.random.split(rng_key)
-    gumbel = gumbel_scale * jax.random.gumbel(gumbel_rng, shape=root.prior_logits.shape, dtype=root.prior_logits.dtype)
-
-    root_select = functools.partial(mctx.gumbel_muzero_root_action_selection, num_simulations=num_simulations,
-                                    max_num_considered_actions=max_num_considered_actions, qtransform=qtransform)
-    interior_select = functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform)
-    search_tree = _search(params, rng_key, root, recurrent_fn, root_select, interior_select, num_simulations,
-                          invalid_actions, max_depth, loop_fn, n_scl, root_gumbel=gumbel)
-    summary = search_tree.summary()
-
-    considered_visit = jnp.max(summary.visit_counts, axis=-1, keepdims=True)
-    completed_qvalues = jax.vmap(qtransform, in_axes=[0, None])(search_tree, search_tree.ROOT_INDEX)
-    to_argmax = _score_considered(considered_visit, gumbel, root.prior_logits, completed_qvalues, summary.visit_counts)
-    action = _masked_argmax(to_argmax, invalid_actions)
-
-    completed_search_logits = _mask_invalid_actions(root.prior_logits + completed_qvalues, invalid_actions)
-    action_weights = jax.nn.softmax(completed_search_logits)
-    return mctx.PolicyOutput(action=action, action_weights=action_weights, search_tree=search_tree)
+    return gumbel_muzero_policy(*args, extension=Contempt(n_scl) if contempt_on(n_scl) else None, **kwargs)

@@ -20,7 +20,14 @@ import mctx
 from mctx._src.search import instantiate_tree_from_root
 
 from azjax.games import Game, GameState
-from azjax.search import Evaluator, SearchSpec, root_q_values, run_search, search_inputs, searched_choice
+from azjax.search.game_search import (
+    Evaluator,
+    SearchSpec,
+    root_q_values,
+    run_search,
+    search_inputs,
+    searched_choice,
+)
 from azjax.search.reuse import (
     empty_like_search,
     reused_gumbel_muzero_policy,

@@ -53,15 +53,15 @@ import mctx
 from mctx._src import action_selection as mctx_action_selection
 from mctx._src import search as mctx_search
 
-from azjax.search.contempt import (
-    _add_dirichlet_noise,
-    _apply_temperature,
-    _get_logits_from_probs,
-    _mask_invalid_actions,
-    _masked_argmax,
-    _score_considered,
-)
 from azjax.search.core import backward
+from azjax.search.policies import (
+    add_dirichlet_noise,
+    apply_temperature,
+    logits_from_probs,
+    mask_invalid_actions,
+    masked_argmax,
+    score_considered,
+)
 
 __all__ = ["continue_search", "empty_like_search", "reusable", "reused_gumbel_muzero_policy", "reused_muzero_policy",
            "subtree", "tree_size"]
@@ -74,10 +74,10 @@ EMPTY = {"parents": mctx.Tree.NO_PARENT, "action_from_parent": mctx.Tree.NO_PARE
          "children_index": mctx.Tree.UNVISITED}
 
 
-def reusable(kind: str, n_scl: int | None, parent_aware: bool) -> bool:
+def reusable(kind: str, n_scl: int, parent_aware: bool) -> bool:
     """Whether a search of this kind can continue a kept tree (see the module docstring for why not with
-    search-contempt or a parent-aware evaluator)."""
-    return kind in ("puct", "gumbel") and n_scl is None and not parent_aware
+    search-contempt (n_scl > 0) or a parent-aware evaluator)."""
+    return kind in ("puct", "gumbel") and n_scl == 0 and not parent_aware
 
 
 def tree_size(kind: str, num_simulations: int) -> int:
@@ -229,7 +229,7 @@ def reused_muzero_policy(
     pb_c_base: chex.Numeric = 19652,
     temperature: chex.Numeric = 1.0,
 ) -> mctx.PolicyOutput:
-    """`mctx.muzero_policy` (as `contempt_muzero_policy` with n_scl None: the same PRNG splits) continuing `tree`.
+    """`mctx.muzero_policy` (as `azjax.search.policies.muzero_policy`: the same PRNG splits) continuing `tree`.
 
     Args:
       tree, size: `subtree`'s output, with num_simulations + 1 nodes; where size is 0 the search starts from `root`
@@ -246,9 +246,9 @@ def reused_muzero_policy(
     rng_key, dirichlet_rng_key, search_rng_key = jax.random.split(rng_key, 3)
 
     def noisy(logits: jax.Array) -> jax.Array:
-        probs = _add_dirichlet_noise(dirichlet_rng_key, jax.nn.softmax(logits), dirichlet_fraction=dirichlet_fraction,
+        probs = add_dirichlet_noise(dirichlet_rng_key, jax.nn.softmax(logits), dirichlet_fraction=dirichlet_fraction,
                                      dirichlet_alpha=dirichlet_alpha)
-        return _mask_invalid_actions(_get_logits_from_probs(probs), invalid_actions)
+        return mask_invalid_actions(logits_from_probs(probs), invalid_actions)
 
     fresh = mctx_search.instantiate_tree_from_root(root.replace(prior_logits=noisy(root.prior_logits)),
                                                    num_simulations, root_invalid_actions=invalid_actions,
@@ -271,7 +271,7 @@ def reused_muzero_policy(
                                   root_action_selection_fn=functools.partial(interior, depth=0),
                                   interior_action_selection_fn=interior, max_depth=num_simulations)
     action_weights = search_tree.summary().visit_probs
-    action_logits = _apply_temperature(_get_logits_from_probs(action_weights), temperature)
+    action_logits = apply_temperature(logits_from_probs(action_weights), temperature)
     action = jax.random.categorical(rng_key, action_logits)
     return mctx.PolicyOutput(action=action, action_weights=action_weights, search_tree=search_tree)
 
@@ -295,7 +295,7 @@ def reused_gumbel_muzero_policy(
     gumbel_scale: chex.Numeric = 1.0,
     qtransform: Any = mctx.qtransform_completed_by_mix_value,
 ) -> mctx.PolicyOutput:
-    """`mctx.gumbel_muzero_policy` (as `contempt_gumbel_muzero_policy` with n_scl None: the same PRNG splits) over a
+    """`mctx.gumbel_muzero_policy` (as `azjax.search.policies.gumbel_muzero_policy`: the same PRNG splits) over a
     kept tree whose root starts afresh (the module docstring says why and what is kept).
 
     Args:
@@ -310,7 +310,7 @@ def reused_gumbel_muzero_policy(
     gumbel = gumbel_scale * jax.random.gumbel(gumbel_rng, shape=root.prior_logits.shape, dtype=root.prior_logits.dtype)
     extra_data = mctx.GumbelMuZeroExtraData(root_gumbel=gumbel)
     fresh = mctx_search.instantiate_tree_from_root(
-        root.replace(prior_logits=_mask_invalid_actions(root.prior_logits, invalid_actions)), num_nodes - 1,
+        root.replace(prior_logits=mask_invalid_actions(root.prior_logits, invalid_actions)), num_nodes - 1,
         root_invalid_actions=invalid_actions, extra_data=extra_data)
     # The kept root as a new one: its stored prior (the network's, masked), 1 visit, the network's value, nothing per
     # child; the children keep their own nodes.
@@ -319,7 +319,7 @@ def reused_gumbel_muzero_policy(
         node_visits=tree.node_visits.at[at_root].set(1),
         node_values=tree.node_values.at[at_root].set(tree.raw_values[at_root]),
         children_prior_logits=tree.children_prior_logits.at[at_root].set(
-            _mask_invalid_actions(tree.children_prior_logits[at_root], invalid_actions)),
+            mask_invalid_actions(tree.children_prior_logits[at_root], invalid_actions)),
         children_visits=tree.children_visits.at[at_root].set(0),
         children_values=tree.children_values.at[at_root].set(0.0),
         root_invalid_actions=invalid_actions, extra_data=extra_data)
@@ -337,7 +337,7 @@ def reused_gumbel_muzero_policy(
     prior_logits = search_tree.children_prior_logits[at_root]
     considered_visit = jnp.max(summary.visit_counts, axis=-1, keepdims=True)
     completed_qvalues = jax.vmap(qtransform, in_axes=[0, None])(search_tree, search_tree.ROOT_INDEX)
-    to_argmax = _score_considered(considered_visit, gumbel, prior_logits, completed_qvalues, summary.visit_counts)
-    action = _masked_argmax(to_argmax, invalid_actions)
-    action_weights = jax.nn.softmax(_mask_invalid_actions(prior_logits + completed_qvalues, invalid_actions))
+    to_argmax = score_considered(considered_visit, gumbel, prior_logits, completed_qvalues, summary.visit_counts)
+    action = masked_argmax(to_argmax, invalid_actions)
+    action_weights = jax.nn.softmax(mask_invalid_actions(prior_logits + completed_qvalues, invalid_actions))
     return mctx.PolicyOutput(action=action, action_weights=action_weights, search_tree=search_tree)

@@ -48,10 +48,10 @@ from jax.sharding import Mesh, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 from azjax import replay as rb
-from azjax.build import config_game, init_params, loop_seams, make_network, start_pool_size
+from azjax.build import Built, build_loop, init_params, start_pool_size
 from azjax.config import Config
 from azjax.games import Game, GameState, where_games
-from azjax.methods.alphazero import AuxiliaryTargets, GameStarts, Records, Seams, SearchPolicy, Targets, ValueHead
+from azjax.methods.alphazero import AuxiliaryTargets, GameStarts, Records, SearchPolicy, Targets, ValueHead
 from azjax.network import AUXILIARY, PolicyValueNet, auxiliary_outputs, head_health
 from azjax.search import SearchSpec, choose_move, root_visit_counts
 
@@ -195,14 +195,16 @@ def local_sizes(config: Config, num_devices: int) -> LocalSizes:
 
 
 class Trainer:
-    """Builds and holds the jitted init and step functions for one config (and, for tests that compare a
-    method at its off values with AlphaZero, optionally seams other than the config's)."""
+    """Builds and holds the jitted init and step functions for what one config builds (`azjax.build.Built`; a
+    `Config` is built here, once). Tests that compare a method at its off values with AlphaZero, and new methods
+    tried from Python, give a `Built` whose seams they replaced."""
 
-    def __init__(self, config: Config, devices: list[jax.Device] | None = None, seams: Seams | None = None):
-        self.game: Game = config_game(config)
-        self.net: PolicyValueNet = make_network(config, self.game)
-        self._own_seams = seams is None
-        self._bind(config, seams or loop_seams(config, self.game, self.net))
+    def __init__(self, built: Built | Config, devices: list[jax.Device] | None = None):
+        built = build_loop(built) if isinstance(built, Config) else built
+        config = built.config
+        self.game: Game = built.game
+        self.net: PolicyValueNet = built.net
+        self._bind(built)
         self.sgd_info_keys = sorted(jax.eval_shape(self._sgd_info_shapes).keys())
         devices = list(devices) if devices is not None else jax.devices()
         self.mesh = Mesh(np.array(devices), (AXIS,))
@@ -220,25 +222,25 @@ class Trainer:
         self._step = jax.jit(step_local, in_shardings=(self.shardings,),
                              out_shardings=(self.shardings, None), donate_argnums=0)
 
-    def _bind(self, config: Config, seams: Seams) -> None:
+    def _bind(self, built: Built) -> None:
         """The parts that read the config's values: the seams, the optimizer, the config itself."""
-        self.config = config
+        self.built = built
+        self.config = built.config
+        seams = built.seams
         self.search: SearchPolicy = seams.search
         self.value: ValueHead = seams.value
         self.starts: GameStarts = seams.starts
         self.targets: Targets = seams.targets
         self.auxiliary: AuxiliaryTargets = seams.auxiliary
-        self.evaluate = self.value.evaluator(self.net.apply)
-        self.spec: SearchSpec = self.search.spec
-        self.optimizer = make_optimizer(config)
+        self.evaluate = built.evaluate
+        self.spec: SearchSpec = built.spec
+        self.optimizer = make_optimizer(built.config)
 
     def rebound(self, config: Config) -> Trainer:
         """This trainer with `config`'s values (traced ones too: a sweep's run axis) in its seams, optimizer
         and loop; the components stay those this trainer's config picked, and so do every size and shape."""
-        if not self._own_seams:
-            raise ValueError("a trainer built with its own seams cannot be rebound to another config")
         new = copy.copy(self)
-        new._bind(config, loop_seams(config, self.game, self.net, like=self.config))
+        new._bind(self.built.with_values(config))
         return new
 
     def _sgd_info_shapes(self) -> dict[str, Any]:

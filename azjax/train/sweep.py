@@ -37,18 +37,18 @@ from jax.sharding import PartitionSpec as P
 from azjax import checkpoint as ckpt
 from azjax.config import Config, parse_field
 from azjax.play.arena import t_interval
-from azjax.train import (
+from azjax.train.driver import (
     COMPILE_NOTE,
     HeadWatch,
     RunLog,
-    _checkpoint,
-    _progress,
-    _say,
     evaluate,
     load_metrics,
     metric_columns,
     numerical_fault,
+    progress_bar,
+    say,
     step_row,
+    write_checkpoint,
 )
 from azjax.train.loop import AXIS, LoopState, Trainer
 from azjax.train.measures import RunMeasures
@@ -72,7 +72,7 @@ RUN_AXIS_FIELDS = (
 SWITCH_OFF_VALUES = {"value_target_q_weight": 0.0, "start_state_prob": 1.0, "td_lambda": 1.0}
 # Run-axis fields whose off value takes another code path that is not bit for bit the same: off and on split
 # programs; values that are all on ride one.
-SPLIT_AT_OFF_VALUES = {"n_scl": None, "sensible_lambda": 0.0, "branch_prob": 0.0, "full_search_prob": 1.0}
+SPLIT_AT_OFF_VALUES = {"n_scl": 0, "sensible_lambda": 0.0, "branch_prob": 0.0, "full_search_prob": 1.0}
 # Host-side fields: logging, checkpoints and evaluation; they never change the program.
 HOST_FIELDS = ("log_every", "checkpoint_every", "eval_every", "eval_games", "eval_simulations",
                "eval_opponent_simulations", "eval_search")
@@ -382,13 +382,13 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
                         fault = numerical_fault(row, run.params)
                         if fault is not None:
                             failed[i] = f"step {step}: {fault}"
-                            _say(bar, f"run {dirs[i].name}: stopped learning at step {step} ({fault}); its last "
-                                      "good checkpoint is kept, the other runs go on")
+                            say(bar, f"run {dirs[i].name}: stopped learning at step {step} ({fault}); its last "
+                                     "good checkpoint is kept, the other runs go on")
                     for warning in watches[i].update(row):
-                        _say(bar, f"{dirs[i].name}: {warning}")
+                        say(bar, f"{dirs[i].name}: {warning}")
                 if step == start + 1:
-                    _say(bar, f"step {step} (compiled and run) took {dt:.1f} s")
-                    bar = _progress(progress, step, like.num_steps)
+                    say(bar, f"step {step} (compiled and run) took {dt:.1f} s")
+                    bar = progress_bar(progress, step, like.num_steps)
                 elif bar is not None:
                     bar.update(1)
                 if bar is None and step % like.log_every == 0:
@@ -400,11 +400,11 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
                         ev["time_s"] = elapsed0 + time.perf_counter() - t_run
                         log.add_eval(ev)
                     scores = " ".join(f"{float(log.evals[-1]['score']):.2f}" for log in logs)
-                    _say(bar, f"step {step}: score per run vs {logs[0].evals[-1]['opponent']}: {scores}")
+                    say(bar, f"step {step}: score per run vs {logs[0].evals[-1]['opponent']}: {scores}")
                 if step % like.checkpoint_every == 0 or step == end:
                     for i, (d, c, log) in enumerate(zip(dirs, checkpointers, logs, strict=True)):
                         if i not in failed:
-                            _checkpoint(d, c, step, sweep.run_state(states, i), log, measures[i])
+                            write_checkpoint(d, c, step, sweep.run_state(states, i), log, measures[i])
         finally:
             if bar is not None:
                 bar.close()

@@ -180,24 +180,24 @@ class _Terminal(io.StringIO):
 
 
 def test_a_terminal_without_width_gets_plain_log_lines_not_a_silent_bar(monkeypatch):
-    from azjax.train import _progress
+    from azjax.train.driver import progress_bar
 
     read, write = os.pipe()
     try:
         stream = _Terminal(write)
-        assert _progress(True, 0, 10, stream=stream) is None
+        assert progress_bar(True, 0, 10, stream=stream) is None
         monkeypatch.setattr(os, "get_terminal_size", lambda fd: os.terminal_size((80, 24)))
-        bar = _progress(True, 0, 10, stream=stream)
+        bar = progress_bar(True, 0, 10, stream=stream)
         assert bar is not None
         bar.close()
-        assert _progress(False, 0, 10, stream=stream) is None
+        assert progress_bar(False, 0, 10, stream=stream) is None
     finally:
         os.close(read)
         os.close(write)
 
 
 def test_the_time_left_leaves_out_the_first_step_which_compiles(monkeypatch):
-    import azjax.train as train_module
+    import azjax.train.driver as train_module
 
     clock = train_module.StepClock(end=10)
     times = iter([95.0, 97.0, 99.0])  # the first step took 95 s (compiling), then 2 s a step
@@ -211,7 +211,7 @@ def test_the_time_left_leaves_out_the_first_step_which_compiles(monkeypatch):
 
 
 def test_the_config_dump_names_the_preset_and_only_the_fields_that_differ():
-    from azjax.train import config_summary
+    from azjax.train.driver import config_summary
 
     text = config_summary(preset("connect_four", "quick", num_steps=4, num_channels=8))
     ratio = "  replay ratio 4.00 (positions trained on per position played)"  # 16 x 512 per 256 x 8

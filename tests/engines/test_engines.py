@@ -402,7 +402,7 @@ def test_uci_nps_counts_the_search_alone_not_loading_or_compiling(models):
         return engine
 
     engine.clock, engine.compile = clock, slow_compile
-    load = EngineLoad(slow_build, EngineDefaults(game="chess", visits=VISITS, n_scl=None))
+    load = EngineLoad(slow_build, EngineDefaults(game="chess", visits=VISITS, n_scl=0))
     # 3 visits: a search size no other test compiles, so this one compiles it (through slow_compile)
     lines = uci_session(load, ["setoption name Visits value 3", "position startpos", "go", "isready", "quit"])
     info = next(line.split() for line in lines if line.startswith("info depth"))

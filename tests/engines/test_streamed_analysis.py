@@ -19,11 +19,11 @@ import pytest
 from test_engines import VISITS, WAIT, Session, gtp_session
 
 from azjax.engines.engine import Engine
-from azjax.engines.fuzz import PipeEngine
 from azjax.engines.gtp import GTPEngine
 from azjax.engines.lc0 import SearchResult, cp_from_q, wdl_from_q
 from azjax.engines.streaming import LineReader, analysis_cap, growing_visits
 from azjax.engines.uci import UCIEngine
+from azjax.tools.fuzz import PipeEngine
 
 INTERVAL_CS = 10  # GTP interval in centiseconds: lines every 0.1 s once the searches are compiled
 

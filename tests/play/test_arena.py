@@ -113,13 +113,13 @@ def test_match_partial_batch_keeps_colours_balanced(c4):
 def test_play_games_plays_at_the_komi_it_is_given_and_compiles_once_for_every_komi(c4):
     go = make_game("go_7x7")
     rnd = random_agent(go)
-    compiled = arena._play_jit._cache_size()
+    compiled = arena.play_jit._cache_size()
     # Black's area lead on a 7x7 board is within [-49, 49]: komi -49.5 hands Black every game, +49.5 White.
     for komi, black in ((-49.5, 1.0), (49.5, -1.0)):
         r = play_games(go, rnd, rnd, jax.random.key(3), 4, komi=komi)
         black_result = np.where(r.a_first, r.outcome, -r.outcome)  # A moves first (Black) in the first half
         np.testing.assert_array_equal(black_result, black)
-    assert arena._play_jit._cache_size() == compiled + 1
+    assert arena.play_jit._cache_size() == compiled + 1
     with pytest.raises(ValueError, match="komi applies to Go only"):
         play_games(c4, random_agent(c4), random_agent(c4), jax.random.key(0), 2, komi=7.5)
 
@@ -198,11 +198,11 @@ def test_untrained_network_agents_play_legal_moves(c4):
     assert res.games == 2 and res.illegal == 0 and res.mean_length >= 7
 
     # Periodic evaluation: new params reuse the compiled arena.
-    size = arena._play_jit._cache_size()
+    size = arena.play_jit._cache_size()
     new = network_agent(config, c4, init(jax.random.key(9)))
     assert new.act is gumbel.act
     res = match(c4, new, puct, 2, jax.random.key(4))
-    assert res.illegal == 0 and arena._play_jit._cache_size() == size
+    assert res.illegal == 0 and arena.play_jit._cache_size() == size
 
 
 # ---------------------------------------------------------------- statistics

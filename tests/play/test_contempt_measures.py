@@ -100,9 +100,9 @@ def test_temperature_agent_matches_search():
     spec = SearchSpec(kind="puct", num_simulations=24, dirichlet_fraction=0.0)
     key = jax.random.key(3)
     search_key, _ = jax.random.split(key)
-    for n_scl in (None, 2):
+    for n_scl in (0, 2):
         agent = temperature_agent(game, _uniform_evaluator, dataclasses.replace(spec, n_scl=n_scl or 7))
-        if n_scl is None:
+        if n_scl == 0:
             agent = temperature_agent(game, _uniform_evaluator, spec)
         else:
             agent = agent.with_params(selfplay_params(None, n_scl, 0.0))

@@ -78,7 +78,7 @@ def _recording_loop(history: list):
 
 @functools.partial(jax.jit, static_argnames=("kind", "mode", "num_simulations", "max_depth"))
 def _search(key, n_scl, *, kind: str, mode: str, num_simulations: int = S, max_depth: int | None = None):
-    """mode 'mctx': (plain mctx policy, contempt policy with n_scl=None); mode 'record': contempt
+    """mode 'mctx': (plain mctx policy, contempt policy with n_scl=0, off); mode 'record': contempt
     with the traced `n_scl`, and the trees before each simulation (leaves [S, B, ...])."""
     root = root_fn(GAME, _linear_evaluator, PARAMS, ROOT_STATES)
     invalid = ~ROOT_STATES.legal_action_mask
@@ -90,7 +90,7 @@ def _search(key, n_scl, *, kind: str, mode: str, num_simulations: int = S, max_d
         kw = dict(max_num_considered_actions=NUM_CONSIDERED, gumbel_scale=1.0)
         plain, contempt = mctx.gumbel_muzero_policy, contempt_gumbel_muzero_policy
     if mode == "mctx":
-        return plain(*args, **kw), contempt(*args, n_scl=None, **kw)
+        return plain(*args, **kw), contempt(*args, n_scl=0, **kw)
     history: list = []
     out = contempt(*args, _recording_loop(history), n_scl=n_scl, **kw)
     return out, history[0]
@@ -366,5 +366,5 @@ def test_n_scl_validation_and_stats():
     assert isinstance(data, ContemptData)
     assert data.frozen.shape == (2, 5) and data.frozen_counts.shape == (2, 5, 3)
     np.testing.assert_array_equal(data.depth, [[0, -1, -1, -1, -1]] * 2)
-    with pytest.raises(TypeError):  # a plain mctx tree (n_scl=None) has no contempt data
+    with pytest.raises(TypeError):  # a plain mctx tree (n_scl=0) has no contempt data
         contempt_stats(types.SimpleNamespace(extra_data=None))

@@ -54,7 +54,7 @@ def _roots():
 @jax.jit
 def _plain(key, states):
     root, recurrent_fn, invalid = search_inputs(GAME, _linear_evaluator, PARAMS, states)
-    return contempt_muzero_policy(PARAMS, key, root, recurrent_fn, S, invalid, n_scl=None, **NOISE)
+    return contempt_muzero_policy(PARAMS, key, root, recurrent_fn, S, invalid, n_scl=0, **NOISE)
 
 
 @jax.jit
@@ -70,7 +70,7 @@ GUMBEL = dict(max_num_considered_actions=4, gumbel_scale=1.0)
 @jax.jit
 def _plain_gumbel(key, states):
     root, recurrent_fn, invalid = search_inputs(GAME, _linear_evaluator, PARAMS, states)
-    return contempt_gumbel_muzero_policy(PARAMS, key, root, recurrent_fn, S, invalid, n_scl=None, **GUMBEL)
+    return contempt_gumbel_muzero_policy(PARAMS, key, root, recurrent_fn, S, invalid, n_scl=0, **GUMBEL)
 
 
 @jax.jit

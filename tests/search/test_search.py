@@ -28,7 +28,7 @@ from azjax.search import (
     root_visit_counts,
     run_search,
 )
-from azjax.search.contempt import contempt_gumbel_muzero_policy, contempt_muzero_policy
+from azjax.search.policies import gumbel_muzero_policy, muzero_policy
 
 PUCT = SearchSpec(kind="puct", num_simulations=64, dirichlet_fraction=0.0)
 # Gumbel's sequential halving gives each of 7 moves only ~3 visits in its first phase; a blunder is only
@@ -133,10 +133,9 @@ def test_a_finished_game_inside_the_tree_grows_no_chain_and_changes_no_real_stat
 
     def tree(recurrent_fn: mctx.RecurrentFn) -> mctx.Tree:
         root = root_fn(c4, constant_evaluator, params, win)
-        policy = contempt_muzero_policy if kind == "puct" else contempt_gumbel_muzero_policy
+        policy = muzero_policy if kind == "puct" else gumbel_muzero_policy
         kw = dict(dirichlet_fraction=0.0) if kind == "puct" else {}
-        return policy(params, jax.random.PRNGKey(0), root, recurrent_fn, 64, ~win.legal_action_mask, n_scl=None,
-                      **kw).search_tree
+        return policy(params, jax.random.PRNGKey(0), root, recurrent_fn, 64, ~win.legal_action_mask, **kw).search_tree
 
     ours, chain = tree(uniform_below_the_end), tree(evaluators_priors_below_the_end)
     real = np.asarray(~ours.embeddings.terminated[0])  # the nodes that are real positions (same in both trees)

@@ -11,7 +11,7 @@ from pathlib import Path
 import jax
 import pytest
 
-from azjax.cli import compile_cache_dir
+from azjax.compile_cache import compile_cache_dir
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -63,7 +63,7 @@ def test_turning_the_cache_off_after_a_compile_stops_it_writing_and_turning_it_o
     # JAX decides at a process's first compile whether it uses the cache; a switch after that must still hold.
     script = """
 import jax, jax.numpy as jnp
-from azjax.cli import enable_compilation_cache
+from azjax.compile_cache import enable_compilation_cache
 enable_compilation_cache()
 jax.config.update("jax_persistent_cache_min_compile_time_secs", 0)
 jax.jit(lambda x: jnp.sin(x) + 1)(jnp.ones(3)).block_until_ready()

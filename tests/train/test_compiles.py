@@ -4,7 +4,7 @@ evaluations and a resume compile no new step (counted from JAX's own compile eve
 from __future__ import annotations
 
 from azjax.config import preset
-from azjax.train.compile_watch import STEP_FUNCTION, CompileWatch, watch_run_and_resume
+from azjax.tools.compile_watch import STEP_FUNCTION, CompileWatch, watch_run_and_resume
 
 
 def test_the_step_compiles_once_per_trainer_through_checkpoints_evaluations_and_a_resume(tmp_path, tiny_overrides):

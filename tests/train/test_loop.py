@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
@@ -217,7 +218,7 @@ def test_every_method_at_its_off_values_is_alphazero_bit_for_bit(tiny_overrides)
     off = Seams(search=PlayoutCapSearch(az.spec, az.game, az.evaluate, full_prob=1.0, fast_simulations=2),
                 value=az.value, starts=ArchiveStarts(az.game, start_state_prob=1.0, population="search"),
                 targets=TDLeafTargets(lam=1.0, q_weight=0.5))
-    methods = Trainer(cfg, seams=off)
+    methods = Trainer(dataclasses.replace(az.built, seams=off))  # the same game and network, other seams
     a, b = az.init(0), methods.init(0)
     for _ in range(cfg.num_steps):
         (a, ma), (b, mb) = az.step(a), methods.step(b)

@@ -22,7 +22,7 @@ With `--scaling V1,V2,...` it also times one batched PUCT search per visit count
 azjax's search loop (`azjax.search.core.search`) against `mctx.search`, which builds the same tree
 (`search_scaling` rows): mctx's backup costs O(V) per simulation, so its search is O(V^2).
 
-    python -m azjax.train.bench --game connect_four --game go_9x9 --out results/bench_selfplay.json
+    python -m azjax.tools.bench --game connect_four --game go_9x9 --out results/bench_selfplay.json
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _time(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t
 
 
-def _interleaved(runs: dict[str, Callable[[], Any]], rounds: int) -> tuple[dict, dict, dict]:
+def interleaved(runs: dict[str, Callable[[], Any]], rounds: int) -> tuple[dict, dict, dict]:
     """Times each run once (its first call, compile included), then in `rounds` interleaved rounds:
     (first-call seconds, seconds per round, median seconds), each by name."""
     first = {name: _time(f) for name, f in runs.items()}
@@ -141,7 +141,7 @@ def bench_game(game: str, config: Config, rounds: int = 3) -> dict[str, Any]:
             games, out = move(params, games, sub)
         return out
 
-    compile_s, times, t = _interleaved(
+    compile_s, times, t = interleaved(
         {"step": run_step, "net": lambda: forward_many(params, obs), "plain": run_plain}, rounds)
     sims_per_s = b * sims * moves / t["step"]
     net_evals = b * moves * (sims + 1) / t["net"]
@@ -178,7 +178,7 @@ def bench_devices(game: str, config: Config, rounds: int = 3) -> dict[str, Any]:
             return m
         return run
 
-    compile_s, times, t = _interleaved({name: stepper(name) for name in trainers}, rounds)
+    compile_s, times, t = interleaved({name: stepper(name) for name in trainers}, rounds)
     return {
         "game": game,
         "devices": len(devices),
@@ -200,7 +200,7 @@ def bench_devices(game: str, config: Config, rounds: int = 3) -> dict[str, Any]:
 def bench_contempt(game: str, config: Config, n_scl: int, rounds: int = 3) -> list[dict[str, Any]]:
     """Self-play sims/s of plain PUCT and of PUCT with search-contempt (n_scl), interleaved."""
     rows, steps = [], []
-    for k in (None, n_scl):
+    for k in (0, n_scl):
         cfg = config.replace(search="puct", n_scl=k, sgd_steps_per_step=0, eval_every=0)
         trainer = Trainer(cfg, devices=jax.devices()[:1])
         state = trainer.init(0)
@@ -216,12 +216,12 @@ def bench_contempt(game: str, config: Config, n_scl: int, rounds: int = 3) -> li
             times[i].append(time.perf_counter() - t)
     sims = config.num_envs * config.num_simulations * config.moves_per_step
     plain = sims / statistics.median(times[0])
-    for i, k in enumerate((None, n_scl)):
+    for i, k in enumerate((0, n_scl)):
         rate = sims / statistics.median(times[i])
         row = {"game": game, "search": "puct", "n_scl": k, "num_envs": config.num_envs,
                "num_simulations": config.num_simulations, "sims_per_s": round(rate, 1),
                "seconds_per_round": [round(x, 4) for x in times[i]]}
-        if k is not None:
+        if k:
             row["ratio_vs_plain_puct"] = round(rate / plain, 3)
         rows.append(row)
     return rows
@@ -325,7 +325,7 @@ def bench_breakdown(game: str, config: Config, rounds: int = 3) -> dict[str, Any
     }
     if config.sgd_steps_per_step == 0:
         del phases["sgd"]
-    first, times, t = _interleaved(phases, rounds)
+    first, times, t = interleaved(phases, rounds)
     t["tree"] = max(t["search"] - t["network"] - t["game_steps"], 0.0)
     outside = ("move", "replay_write", "sgd")
     total = t["search"] + sum(t.get(k, 0.0) for k in outside)
@@ -380,7 +380,7 @@ def bench_search_scaling(game: str, config: Config, visits: list[int], num_envs:
     rows = []
     for v in visits:
         runs = {"azjax": searcher(search, v), "mctx": searcher(mctx.search, v)}
-        first, times, t = _interleaved(runs, rounds)
+        first, times, t = interleaved(runs, rounds)
         depths = tree_depths(runs["azjax"]()[1])
         rows.append({"game": game, "num_envs": num_envs, "visits": v, "search": "puct",
                      "azjax_search_s": round(t["azjax"], 4), "mctx_search_s": round(t["mctx"], 4),

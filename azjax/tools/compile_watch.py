@@ -18,7 +18,7 @@ from typing import Any
 
 import jax
 
-from azjax.train import train
+from azjax.train.driver import train
 from azjax.train.loop import Trainer
 
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"

@@ -2,11 +2,11 @@
 
     report = soak(workdir, overrides, kills=20, seed=0)
 
-The runs are `azjax train` processes started through `python -m azjax.cli.soak child ARGS...`, which runs
+The runs are `azjax train` processes started through `python -m azjax.tools.soak child ARGS...`, which runs
 the real command line after wrapping three functions of the host driver so that they print phase
 markers on stdout (`@@phase begin|end NAME STEP`): the loop step (`Trainer.step`, synchronised so that
-the marker spans the device work), the periodic evaluation (`azjax.train.evaluate`) and the checkpoint
-(`azjax.train._checkpoint`: orbax state, manifest, params.msgpack, plots). Nothing they compute changes.
+the marker spans the device work), the periodic evaluation (`azjax.train.driver.evaluate`) and the checkpoint
+(`azjax.train.driver.write_checkpoint`: orbax state, manifest, params.msgpack, plots). Nothing they compute changes.
 
 1. A reference run goes from start to end without interruption; its markers give each phase's duration.
 2. A soak run starts the same config in another directory. Before each segment the driver picks a
@@ -50,7 +50,7 @@ PHASES = ("selfplay", "sgd", "checkpoint", "eval")
 def _install_markers() -> None:
     import jax
 
-    import azjax.train as train_mod
+    import azjax.train.driver as train_mod
     from azjax.train.loop import Trainer
 
     counter = {"step": None}
@@ -77,7 +77,7 @@ def _install_markers() -> None:
         say("end", "eval", step_)
         return out
 
-    original_ckpt = train_mod._checkpoint
+    original_ckpt = train_mod.write_checkpoint
 
     def checkpoint(run_dir: Any, checkpointer: Any, step_: int, state: Any, log: Any, *rest: Any) -> None:
         say("begin", "checkpoint", step_)
@@ -86,12 +86,14 @@ def _install_markers() -> None:
 
     Trainer.step = step  # type: ignore[method-assign]
     train_mod.evaluate = evaluate
-    train_mod._checkpoint = checkpoint
+    train_mod.write_checkpoint = checkpoint
 
 
 def child_main(argv: list[str]) -> int:
+    from azjax.cli.main import main, start_devices
+
+    start_devices()  # before the markers import the loop, which starts JAX's backend
     _install_markers()
-    from azjax.cli import main
 
     return main(argv)
 
@@ -103,7 +105,7 @@ class Child:
     """One `azjax train` process with a reader thread collecting its output lines."""
 
     def __init__(self, args: list[str], env: dict[str, str], log_file: Path):
-        self.proc = subprocess.Popen([sys.executable, "-m", "azjax.cli.soak", "child", *args], stdout=subprocess.PIPE,
+        self.proc = subprocess.Popen([sys.executable, "-m", "azjax.tools.soak", "child", *args], stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, env=env, text=True, bufsize=1)
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.log = open(log_file, "a")  # noqa: SIM115
@@ -313,7 +315,7 @@ def _compare(ref_dir: Path, run_dir: Path, ref_rows: list[dict[str, str]]) -> di
     """The soak run against the reference: loop metrics, evaluations, parameters, checkpoints."""
     from azjax.checkpoint import ORBAX_TMP_MARK, StateCheckpointer
     from azjax.methods.sai import KomiStarts
-    from azjax.train import METRIC_COLUMNS
+    from azjax.train.driver import METRIC_COLUMNS
     from azjax.train.measures import UNIQUE_STATES_COLUMNS
 
     loop_columns = [c for c in ref_rows[0] if c in METRIC_COLUMNS or c in KomiStarts.columns
@@ -350,4 +352,4 @@ def _compare(ref_dir: Path, run_dir: Path, ref_rows: list[dict[str, str]]) -> di
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "child":
         sys.exit(child_main(sys.argv[2:]))
-    sys.exit("usage: python -m azjax.cli.soak child AZJAX_ARGS... (see scripts/soak_resume.py)")
+    sys.exit("usage: python -m azjax.tools.soak child AZJAX_ARGS... (see scripts/soak_resume.py)")

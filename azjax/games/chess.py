@@ -1,0 +1,187 @@
+"""Chess (pgx's) from the standard start, a named odds start or any FEN, with optional material adjudication of
+self-play games; UCI moves (`e2e4`, `e7e8q`) as its notation."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from typing import Any, ClassVar
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from azjax.games.base import Game, GameState
+
+Array = jax.Array
+
+STANDARD_FEN = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1"
+# Odds starts: the side giving odds (White) lacks the piece; conventional squares (queen d1, rook a1,
+# knight b1; the lost rook also loses its castling right).
+ODDS_FENS = {
+    "standard": STANDARD_FEN,
+    "queen_odds": "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNB1KBNR w KQkq - 0 1",
+    "rook_odds": "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/1NBQKBNR w Kkq - 0 1",
+    "knight_odds": "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/R1BQKBNR w KQkq - 0 1",
+}
+_PROMOTIONS = "rbn"  # pgx underpromotion index 0, 1, 2; -1 means queen
+# P, N, B, R, Q, K (index = pgx piece code; 0 = empty). The king has no material value.
+PIECE_VALUES = (0.0, 1.0, 3.0, 3.0, 5.0, 9.0, 0.0)
+
+
+def material_diff(board: Array) -> Array:
+    """float32 [...]: the mover's material minus the opponent's, in pawns; `board` int [..., 64] (pgx keeps it from
+    the mover's side: the mover's pieces positive)."""
+    values = jnp.asarray(PIECE_VALUES, jnp.float32)
+    return jnp.sum(values[jnp.abs(board)] * jnp.sign(board), axis=-1)
+
+
+ADJUDICATE_RESULTS = ("margin", "proportional")
+
+
+def material_result(board: Array, margin: float, result: str = "margin") -> Array:
+    """float32 [...]: the mover's result by material; `board` int [..., 64] from the mover's side.
+
+    "margin": +1 ahead by `margin` pawns or more, -1 behind by as much, else 0 (a draw).
+    "proportional": the lead in units of `margin`, clipped to [-1, 1] (a lead of margin / 3 pawns scores 1/3), so
+    a small edge is a small win and not the draw that drowns it.
+    """
+    diff = material_diff(board)
+    if result == "proportional":
+        return jnp.clip(diff / margin, -1.0, 1.0).astype(jnp.float32)
+    return jnp.where(diff >= margin, 1.0, jnp.where(diff <= -margin, -1.0, 0.0)).astype(jnp.float32)
+
+
+def check_fen(fen: str) -> str:
+    """The FEN as python-chess writes it; raises ValueError naming the problem if it is not a legal position."""
+    import chess as pychess
+
+    try:
+        board = pychess.Board(fen)
+    except ValueError as e:
+        raise ValueError(f"bad FEN {fen!r}: {e}") from e
+    status = board.status()
+    if status != pychess.STATUS_VALID:
+        raise ValueError(f"bad FEN {fen!r}: not a legal chess position ({status!r})")
+    return board.fen()
+
+
+def chess_state_from_fen(fen: str) -> Any:
+    """A pgx chess state for a FEN; raises ValueError naming the problem if the FEN is not legal."""
+    from pgx.experimental.chess import from_fen
+
+    return from_fen(check_fen(fen))
+
+
+@dataclasses.dataclass(frozen=True)
+class Chess(Game):
+    """Chess from the standard start, a named odds start, or any FEN."""
+
+    start_fen: str = STANDARD_FEN
+    # Self-play adjudication (off = 0: a game runs to chess's own end, drawn after 512 plies). A game still running
+    # after `adjudicate_plies` plies ends there, won by the side `adjudicate_margin` pawns or more ahead in material,
+    # else drawn. From scratch most self-play games are drawn and teach the value nothing; material is the signal
+    # a young network can learn first (the cutechess/TCEC practice, applied to self-play).
+    adjudicate_plies: int = 0
+    adjudicate_margin: float = 3.0
+    adjudicate_result: str = "margin"  # or "proportional" (`material_result`)
+    has_fen: ClassVar[bool] = True
+    notation_reads_position: ClassVar[bool] = True  # the mover's side and pawn promotions
+    record_format: ClassVar[str] = "pgn"
+
+    @property
+    def is_chess(self) -> bool:
+        return True
+
+    def init(self, key: Array, komi: Array | float | None = None) -> GameState:
+        del komi
+        if self.start_fen == STANDARD_FEN:
+            env = self.env.init(key)
+        else:
+            env = _cached_fen_state(self.start_fen)
+        return GameState(env=env, komi=jnp.float32(0.0))
+
+    def step(self, state: GameState, action: Array) -> GameState:
+        env = self.env.step(state.env, action)
+        if self.adjudicate_plies:
+            at_cap = ~env.terminated & (env._step_count >= self.adjudicate_plies)
+            mover_result = material_result(env._x.board, self.adjudicate_margin, self.adjudicate_result)
+            rewards = jnp.where(jnp.arange(2) == env.current_player, mover_result, -mover_result)  # by player id
+            env = env.replace(
+                terminated=env.terminated | at_cap,
+                rewards=jnp.where(at_cap, rewards, env.rewards),
+                # pgx's convention for finished games: every action "legal" (and without effect).
+                legal_action_mask=env.legal_action_mask | at_cap,
+            )
+        return state.replace(env=env)
+
+    def start_position(self, komi: float = 0.0, fen: str | None = None) -> GameState:
+        if fen is not None and fen != STANDARD_FEN:
+            return GameState(env=chess_state_from_fen(fen), komi=jnp.float32(0.0))
+        return self.init(jax.random.key(0))
+
+    def side_to_move(self, state: GameState, num_moves: int) -> str:
+        return "w" if int(np.asarray(state.env._x.color)) == 0 else "b"
+
+    def fen(self, state: GameState) -> str:
+        from pgx.experimental.chess import to_fen
+
+        env = jax.tree.map(np.asarray, state.env)
+        # pgx writes fixed move counters; carry the real ones.
+        head = to_fen(env).split()[:4]
+        x = env._x
+        return " ".join(head + [str(int(x.halfmove_count)), str(int(x.fullmove_count))])
+
+    def render(self, state: GameState) -> str:
+        import chess as pychess
+
+        return str(pychess.Board(self.fen(state)))
+
+    def action_to_str(self, state: GameState, action: int) -> str:
+        x = state.env._x
+        action = int(action)
+        from_, plane = divmod(action, 73)
+        to = int(_from_plane()[from_, plane])
+        piece = int(np.asarray(x.board)[from_])
+        promo = ""
+        if piece == 1 and to % 8 == 7:  # a pawn reaching the last rank (pgx sees from the mover's side)
+            promo = _PROMOTIONS[plane // 3] if plane < 9 else "q"
+        black = int(np.asarray(x.color)) == 1
+        return _square(from_, black) + _square(to, black) + promo
+
+    def parse_action(self, state: GameState, text: str) -> int:
+        t = text.strip().lower()
+        legal = np.flatnonzero(np.asarray(state.legal_action_mask))
+        for a in legal:
+            if self.action_to_str(state, int(a)) == t:
+                return int(a)
+        if len(t) in (4, 5) and t[0] in "abcdefgh" and t[2] in "abcdefgh" and t[1] in "12345678" and t[3] in "12345678":
+            raise ValueError(f"illegal move: {text!r}")
+        raise ValueError(f"not a UCI move (e.g. e2e4, e7e8q): {text!r}")
+
+
+@functools.cache
+def _from_plane() -> np.ndarray:
+    """pgx's (from square, plane) -> to square table, as numpy (indexing the jax array costs ~0.2 ms a move)."""
+    from pgx._src.games.chess import FROM_PLANE
+
+    return np.asarray(FROM_PLANE)
+
+
+def _square(pos: int, black: bool) -> str:
+    """pgx square index (file * 8 + rank, from the mover's side) to algebraic."""
+    file, rank = divmod(pos, 8)
+    if black:
+        rank = 7 - rank
+    return "abcdefgh"[file] + str(rank + 1)
+
+
+_FEN_CACHE: dict[str, Any] = {}
+
+
+def _cached_fen_state(fen: str) -> Any:
+    if fen not in _FEN_CACHE:
+        # Eager even when the first `init` is traced (inside jit/vmap): the cache must hold concrete arrays.
+        with jax.ensure_compile_time_eval():
+            _FEN_CACHE[fen] = jax.tree.map(np.asarray, chess_state_from_fen(fen))
+    return jax.tree.map(jnp.asarray, _FEN_CACHE[fen])
