@@ -165,6 +165,13 @@ def test_the_readme_table_reads_each_score_from_its_results_file(tmp_path, monke
         index.table_cell("arena.json", "gnugo-l10")
 
 
+def test_the_scripts_index_lists_every_script() -> None:
+    index = (ROOT / "scripts" / "README.md").read_text()
+    scripts = sorted(p.name for p in (ROOT / "scripts").iterdir() if p.suffix in (".py", ".sh"))
+    missing = [name for name in scripts if f"`{name}`" not in index]
+    assert not missing, f"scripts/README.md does not list: {missing}"
+
+
 def test_the_results_index_is_up_to_date() -> None:
     run = subprocess.run([sys.executable, "scripts/results_index.py", "--check"], cwd=ROOT, capture_output=True,
                          text=True)
