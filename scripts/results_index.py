@@ -47,6 +47,7 @@ MEASURES: dict[str, str] = {
     "pons_coverage.py": "errors on Pons' sets, split by whether the run's self-play reached each position",
     "pons_values.py": "values of Pons' positions grouped by their perfect-play result, with the win-loss AUC",
     "sai_7x7.py": "a 7x7 SAI training run: the empty-board estimate of Black's board lead over time",
+    "tree_reuse_match.py": "an engine with tree reuse against the same engine without, at an equal time per move",
     "sai_komi_curve.py": "a SAI model's self-play score against komi, with a fitted sigmoid beside the network's",
     "variants_connect_four.py": "method variants trained alike and graded on Pons' sets (area under the error curve)",
     "vs_mcts_solver.py": "games against OpenSpiel's MCTS-Solver",
@@ -129,6 +130,15 @@ def eval_cache_headline(d: dict[str, Any]) -> str:
         f"{r['game']} ({Path(r['network']).name}) {100 * r['exact']['hit_rate']:.2f}%" for r in rows)
 
 
+def tree_reuse_headline(d: dict[str, Any]) -> str:
+    on, off = d["reuse_on"], d["reuse_off"]
+    low, high = d["score_interval"]
+    elo_low, elo_high = d["elo_diff_interval"]
+    return (f"reuse on vs off at {d['seconds_per_move']:g} s/move: {d['score']:.3f} [{low:.3f}, {high:.3f}] "
+            f"(+{d['wins']} ={d['draws']} -{d['losses']}), Elo {d['elo_diff']:+.0f} [{elo_low:+.0f}, {elo_high:+.0f}]; "
+            f"visits/move {on['mean_visits']:g} (on, {on['mean_kept_visits']:g} kept) and {off['mean_visits']:g} (off)")
+
+
 def variants_headline(d: dict[str, Any]) -> str:
     return "area under the error curve: " + ", ".join(f"{name} {100 * row['auc_mean']:.1f}%"
                                                       for name, row in d["table"].items())
@@ -147,6 +157,7 @@ HEADLINES: list[tuple[tuple[str, ...], Callable[[dict[str, Any]], str]]] = [
     (("table", "variants"), variants_headline),
     (("bytes_per_device", "num_devices"), plan_headline),
     (("rows", "search", "command"), eval_cache_headline),
+    (("seconds_per_move", "reuse_on", "reuse_off"), tree_reuse_headline),
 ]
 
 
