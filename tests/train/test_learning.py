@@ -93,16 +93,20 @@ def _c4_trainer(tiny_overrides: dict) -> Trainer:
     return Trainer(preset("connect_four", **{**tiny_overrides, **LEARNING}), devices=jax.devices()[:1])
 
 
-def _c4_batch(trainer: Trainer) -> tuple[rb.Replay, float, float]:
-    """(the batch, the best loss a constant value head can reach (z's variance), and a constant policy's
-    (the entropy of the mean policy target))."""
-    states = _random_positions(trainer, POSITIONS, seed=0)
-    rng = np.random.default_rng(1)
+def _random_targets_batch(trainer: Trainer, seed: int) -> tuple[rb.Replay, float, float]:
+    """A random result and a random legal move for each of POSITIONS random positions: (the batch, the best loss a
+    constant value head can reach (z's variance), and a constant policy's (the entropy of the mean policy target))."""
+    states = _random_positions(trainer, POSITIONS, seed=seed)
+    rng = np.random.default_rng(seed + 1)
     policy = _one_hot_legal(states, rng)
     z = jnp.asarray(rng.permutation(np.repeat([-1.0, 1.0], POSITIONS // 2)).astype(np.float32))
     mean_policy = np.asarray(policy).mean(0)
     constant_policy_loss = float(-(mean_policy * np.log(np.where(mean_policy > 0, mean_policy, 1))).sum())
     return _replay(trainer, states.observation, policy, z), float(np.var(np.asarray(z))), constant_policy_loss
+
+
+def _c4_batch(trainer: Trainer) -> tuple[rb.Replay, float, float]:
+    return _random_targets_batch(trainer, seed=0)
 
 
 def test_sgd_lowers_the_tanh_value_and_policy_losses_below_what_constant_heads_can_reach(tiny_overrides):
@@ -132,14 +136,7 @@ def _pooled_go_trainer(tiny_overrides: dict) -> Trainer:
 
 
 def _pooled_go_batch(trainer: Trainer) -> tuple[rb.Replay, float, float]:
-    """As `_c4_batch`, on 7x7 Go positions: a random result and a random legal move per position."""
-    states = _random_positions(trainer, POSITIONS, seed=4)
-    rng = np.random.default_rng(5)
-    policy = _one_hot_legal(states, rng)
-    z = jnp.asarray(rng.permutation(np.repeat([-1.0, 1.0], POSITIONS // 2)).astype(np.float32))
-    mean_policy = np.asarray(policy).mean(0)
-    constant_policy_loss = float(-(mean_policy * np.log(np.where(mean_policy > 0, mean_policy, 1))).sum())
-    return _replay(trainer, states.observation, policy, z), float(np.var(np.asarray(z))), constant_policy_loss
+    return _random_targets_batch(trainer, seed=4)
 
 
 def test_sgd_teaches_the_pooled_heads_of_a_global_pooling_network_below_what_constant_heads_can_reach(
