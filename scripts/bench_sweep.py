@@ -34,6 +34,7 @@ def timed_steps(step, state, steps: int) -> tuple[float, float]:
 
 def main(argv: list[str]) -> int:
     from azjax.checkpoint import script_command, write_json
+    from azjax.cli.args import config_flags, overrides
     from azjax.config import preset
     from azjax.train.loop import Trainer
     from azjax.train.sweep import Sweep
@@ -43,14 +44,15 @@ def main(argv: list[str]) -> int:
     p.add_argument("--preset", default="quick")
     p.add_argument("--seeds", type=int, default=4)
     p.add_argument("--steps", type=int, default=10, help="loop steps per run (the first one compiles)")
-    p.add_argument("--other_steps", type=int, default=3, help="loop steps of the sweep with the other batching")
-    p.add_argument("--min_replay_size", type=int, default=None,
-                   help="default: the preset's; SGD runs in the timed steps only once the replay holds this much")
+    p.add_argument("--other_steps", type=int, default=3,
+                   help="loop steps of the sweep with the other batching (0: not timed)")
     p.add_argument("--out", default="results/bench_sweep.json")
+    # Every config field as a flag, as `azjax train` has them (--min_replay_size: SGD runs in the timed steps only
+    # once the replay holds this much; the run-book's --tiny gives toy network and batch sizes).
+    config_flags(p)
     args = p.parse_args(argv)
 
-    overrides = {} if args.min_replay_size is None else {"min_replay_size": args.min_replay_size}
-    configs = [preset(args.game, args.preset, seed=s, **overrides) for s in range(args.seeds)]
+    configs = [preset(args.game, args.preset, **{**overrides(args), "seed": s}) for s in range(args.seeds)]
 
     sequential_first, sequential_rest = [], []
     for config in configs:
@@ -61,8 +63,9 @@ def main(argv: list[str]) -> int:
     sweep = Sweep(configs)
     sweep_first, sweep_rest = timed_steps(sweep.step, sweep.init(), args.steps)
     other = "vmap" if sweep.batching == "unrolled" else "unrolled"
-    other_sweep = Sweep(configs, batching=other)
-    other_first, other_rest = timed_steps(other_sweep.step, other_sweep.init(), args.other_steps)
+    if args.other_steps > 0:
+        other_sweep = Sweep(configs, batching=other)
+        other_first, other_rest = timed_steps(other_sweep.step, other_sweep.init(), args.other_steps)
 
     sequential = sum(sequential_first) + sum(sequential_rest)
     swept = sweep_first + sweep_rest
@@ -76,10 +79,10 @@ def main(argv: list[str]) -> int:
         "sequential_s": {"total": sequential, "first_steps": sequential_first, "other_steps": sequential_rest},
         "sweep_batching": sweep.batching,
         "sweep_s": {"total": swept, "first_step": sweep_first, "other_steps": sweep_rest},
-        "other_batching": {"batching": other, "steps": args.other_steps, "first_step_s": other_first,
-                           "other_steps_s": other_rest,
-                           "step_over_default_batching_step": (other_rest / max(args.other_steps - 1, 1))
-                           / (sweep_rest / max(args.steps - 1, 1))},
+        "other_batching": None if args.other_steps == 0 else {
+            "batching": other, "steps": args.other_steps, "first_step_s": other_first, "other_steps_s": other_rest,
+            "step_over_default_batching_step": (other_rest / max(args.other_steps - 1, 1))
+            / (sweep_rest / max(args.steps - 1, 1))},
         "sweep_over_one_run_steady": sweep_rest / float(np.mean(sequential_rest)),
         "sweep_over_sequential_total": swept / sequential,
         "sequential_over_sweep_steady": steady,

@@ -38,7 +38,7 @@ if [ "$TINY" = 1 ]; then
        --min_replay_size 8 --batch_size 8 --eval_every 0)
   PLAN_FLAGS=(--preset quick "${TOY[@]}")
   BENCH_FLAGS=(--quick --game connect_four --rounds 1)
-  SWEEP_FLAGS=(--seeds 2 --steps 2 --other_steps 1 --min_replay_size 8)
+  SWEEP_FLAGS=(--seeds 2 --steps 2 --other_steps 0 "${TOY[@]}")
   TRAIN_FLAGS=(--game go_9x9 --preset quick "${TOY[@]}" --num_steps 2 --checkpoint_every 2)
 else
   GAMES=(connect_four go_9x9 chess)

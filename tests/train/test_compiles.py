@@ -17,11 +17,13 @@ def test_the_step_compiles_once_per_trainer_through_checkpoints_evaluations_and_
     step_builds = watch.of(STEP_FUNCTION)
     assert [(c.trainer, c.steps_done) for c in step_builds] == [(0, 0), (1, 0)], "once per trainer, at its first step"
     assert watch.after_first_step(STEP_FUNCTION) == 0
-    # Whatever compiles after a trainer's first step is the first evaluation's, after step 2 of the new run. The
-    # resumed trainer (same process) reuses it: `azjax.build` gives one Game object per setting, so the match's
-    # jitted game loop is found in the cache. Nothing at the checkpoint of step 3 or the evaluations at 4 and 6.
+    # Whatever compiles after a trainer's first step is the first log line's bookkeeping (small eager ops and the
+    # finiteness check, after step 1; in a process that ran another loop before, already built) and the first
+    # evaluation's, after step 2 of the new run. The resumed trainer (same process) reuses both: `azjax.build` gives
+    # one Game object per setting, so the match's jitted game loop is found in the cache. Nothing at the checkpoint
+    # of step 3 or the evaluations at 4 and 6.
     later = {(c.trainer, c.steps_done) for c in watch.compilations if c.steps_done >= 1}
-    assert later == {(0, 2)}, watch.by_function(after_first_step=True)
+    assert later <= {(0, 1), (0, 2)}, watch.by_function(after_first_step=True)
 
 
 def test_the_watch_sees_a_recompile(tiny_overrides):
