@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Go from scratch on a CPU, then the arena table: trains GAME (go_7x7 or go_9x9) with PRESET for at most $MINUTES
 # minutes, the CPU split into two JAX devices (AZJAX_CPU_DEVICES, one per core), exports the network and plays it
-# ($VISITS simulations) against GNU Go at levels 1 and 10 under the rules pgx scores by (area, positional superko,
-# dead stones captured), 40 games a pairing, 2 random opening plies, colours alternating, at each komi of $KOMIS.
+# ($VISITS simulations) against GNU Go at each level of $LEVELS (default 1 and 10) under the rules pgx scores by
+# (area, positional superko, dead stones captured), 40 games a pairing, 2 random opening plies, colours alternating,
+# at each komi of $KOMIS.
 # Writes:
 #   $OUT/{config.json,metrics.csv,curves.png,train_log.txt,command.txt}, $OUT/model/ (the exported network)
 #   $OUT/arena_komi<K>/{results.json,games/}
@@ -15,6 +16,7 @@ GAME=${GAME:-go_9x9}
 PRESET=${PRESET:-quick}
 MINUTES=${MINUTES:-150}
 VISITS=${VISITS:-128}
+LEVELS=${LEVELS:-"1 10"}
 RUN=${RUN:-runs/${GAME}_$(date +%Y%m%d_%H%M%S)}
 OUT=${OUT:-results/$GAME/from_scratch}
 case "$GAME" in
@@ -25,7 +27,7 @@ esac
 GNUGO=$(command -v gnugo || echo /usr/games/gnugo)
 export AZJAX_CPU_DEVICES="${AZJAX_CPU_DEVICES:-2}"
 mkdir -p "$OUT"
-echo "GAME=$GAME PRESET=$PRESET MINUTES=$MINUTES VISITS=$VISITS RUN=$RUN OUT=$OUT bash scripts/go_from_scratch.sh $*" \
+echo "GAME=$GAME PRESET=$PRESET MINUTES=$MINUTES VISITS=$VISITS LEVELS=\"$LEVELS\" RUN=$RUN OUT=$OUT bash scripts/go_from_scratch.sh $*" \
   > "$OUT/command.txt"
 ( time azjax train --game "$GAME" --preset "$PRESET" --minutes "$MINUTES" --run_dir "$RUN" --no-progress "$@" ) 2>&1 \
   | tee "$OUT/train_log.txt"
@@ -35,6 +37,8 @@ cp "$RUN"/{curves.png,metrics.csv,config.json} "$OUT/"
 for komi in $KOMIS; do
   GNU="$GNUGO --mode gtp --boardsize $SIZE --komi $komi --chinese-rules --capture-all-dead --positional-superko --never-resign"
   # Both play at this komi: a SAI network reads it from the game; a tanh network's values learnt its config's komi.
-  azjax arena "$OUT/model:$VISITS" "gnugo-l1=gtp:$GNU --level 1" "gnugo-l10=gtp:$GNU --level 10" \
+  opponents=()
+  for level in $LEVELS; do opponents+=("gnugo-l$level=gtp:$GNU --level $level"); done
+  azjax arena "$OUT/model:$VISITS" "${opponents[@]}" \
     --gauntlet --games 40 --random_opening_plies 2 --komi "$komi" --out_dir "$OUT/arena_komi$komi"
 done

@@ -1,8 +1,10 @@
 """Shared test set-up: a persistent compilation cache for the session (identical programs built by
-different tests compile once, also across pytest-xdist workers) and tiny configs."""
+different tests compile once, also across pytest-xdist workers), JAX's in-memory caches dropped after each
+module (a worker's memory mappings stay bounded), and tiny configs."""
 
 from __future__ import annotations
 
+import gc
 import importlib.util
 import os
 import sys
@@ -37,14 +39,25 @@ _CACHE = os.environ.get("AZJAX_TEST_CACHE_DIR") or tempfile.mkdtemp(prefix="azja
 os.environ["AZJAX_TEST_CACHE_DIR"] = _CACHE
 # The commands the tests run (in process through azjax.cli.main, or as subprocesses) use the same directory, not
 # the user's ~/.cache/azjax/jax that a training run or arena on the same machine may be writing at that moment.
-# Off by default: xdist workers segfaulted inside JAX's persistent cache, reading an entry (three full-suite runs) and
-# writing one (`put_executable_and_time`, 2026-11-26), never when a test ran alone. AZJAX_TEST_CACHE=on brings it back.
-if os.environ.get("AZJAX_TEST_CACHE", "off") == "on":
+# AZJAX_TEST_CACHE=off runs the session without it. (The xdist workers that segfaulted reading or writing an entry
+# had run out of memory mappings, see `_free_compiled_programs_after_each_module`: it crashed without the cache too.)
+if os.environ.get("AZJAX_TEST_CACHE", "on") != "off":
     os.environ.setdefault("AZJAX_CACHE_DIR", _CACHE)
     jax.config.update("jax_compilation_cache_dir", _CACHE)
     jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.5)
 else:
     os.environ.setdefault("AZJAX_CACHE_DIR", "off")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _free_compiled_programs_after_each_module():
+    """Drops JAX's compiled programs when a test module ends. Each XLA:CPU executable keeps its machine code in
+    memory mappings of its own, and a worker that kept every program of its share of the suite passed Linux's
+    limit of 65,530 mappings a process (vm.max_map_count) and segfaulted: in a compile, or reading or writing the
+    persistent cache, in whichever test came next (tests/test_conftest.py shows the count going back down)."""
+    yield
+    jax.clear_caches()
+    gc.collect()
 
 
 @pytest.fixture(scope="session")
