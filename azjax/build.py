@@ -47,6 +47,7 @@ from azjax.methods.go_exploit import ArchiveStarts
 from azjax.methods.playout_cap import PlayoutCapSearch
 from azjax.methods.random_openings import RandomOpenings
 from azjax.methods.tdleaf import TDLeafTargets
+from azjax.methods.wdl import WinDrawLossValue
 from azjax.network import PolicyValueNet
 from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec
 
@@ -99,8 +100,8 @@ def has_auxiliary_targets(config: Config) -> bool:
 
 
 def make_network(config: Config, game: Game) -> PolicyValueNet:
-    """The config's network for `game`: blocks, channels, compute dtype, value head (tanh or SAI) and KataGo's
-    auxiliary heads (`has_auxiliary_targets`)."""
+    """The config's network for `game`: blocks, channels, compute dtype, value head (tanh, SAI or win/draw/loss)
+    and KataGo's auxiliary heads (`has_auxiliary_targets`)."""
     dtype = jnp.bfloat16 if config.compute_dtype == "bfloat16" else jnp.float32
     h, w = game.observation_shape[:2]
     return PolicyValueNet(
@@ -129,13 +130,16 @@ def init_params(net: PolicyValueNet, game: Game, key: jax.Array) -> Any:
 
 def value_head(config: Config, like: Config | None = None) -> ValueHead:
     """How network outputs become a value. AlphaZero: tanh. SAI (`value_head="sai"`): the winrate 2 rho(0) - 1
-    of the player to move, or with `sensible_lambda` > 0 the sensible agent.
+    of the player to move, or with `sensible_lambda` > 0 the sensible agent. Leela Chess Zero (`value_head="wdl"`):
+    P(win) - P(loss) of a win/draw/loss head.
 
     `like` (here and in the seam builders below): the config whose switches pick the components, `config`
     the one whose values fill them; they differ in a sweep, where values ride a traced run axis."""
     like = like or config
     if like.value_head == "sai":
         return sai.SigmoidKomiValue(sensible_lambda=config.sensible_lambda, sensible=like.sensible_lambda > 0)
+    if like.value_head == "wdl":
+        return WinDrawLossValue()
     return TanhValue()
 
 

@@ -60,8 +60,9 @@ class Config:
     dirichlet_fraction: float = 0.25
     n_scl: int = 0  # search-contempt node limit (docs/methods.md section 1); 0 = off (plain search)
     temperature_moves: int = 10  # tau = 1 for the first k moves of each trajectory, then greedy
-    # SAI sigmoid-komi values (docs/methods.md section 2; Go only); value_head="tanh" = plain AlphaZero
-    value_head: Literal["tanh", "sai"] = "tanh"
+    # value_head="tanh" = plain AlphaZero; "sai": SAI sigmoid-komi values (docs/methods.md section 2; Go only);
+    # "wdl": Leela Chess Zero's win/draw/loss head (section 10): a draw is a class of its own, value P(win) - P(loss)
+    value_head: Literal["tanh", "sai", "wdl"] = "tanh"
     sai_official_komi_share: float = 0.0  # share of new games at the official komi (the rest: sigmoid draws)
     branch_prob: float = 0.025  # C_branch: each position of a finished game starts a branch with this probability
     max_branches: int = 3  # branches per game at most
@@ -164,7 +165,7 @@ class Config:
         if not 0.0 <= self.value_target_q_weight <= 1.0:
             raise ValueError(f"value_target_q_weight must be in [0, 1], got {self.value_target_q_weight}")
         if self.value_target_q_weight > 0 and self.value_head == "sai":
-            raise ValueError("value_target_q_weight applies to value_head='tanh' only (SAI trains on z with kbar)")
+            raise ValueError("value_target_q_weight does not apply to value_head='sai' (SAI trains on z with kbar)")
         if self.komi is not None:
             if not self.game.startswith("go_"):
                 raise ValueError(f"komi applies to Go only, not {self.game!r}")
@@ -197,6 +198,8 @@ class Config:
                              f"not {self.game!r}")
         if self.global_pooling and self.legacy_heads:
             raise ValueError("global_pooling needs the normalised heads (legacy_heads=False)")
+        if self.value_head == "wdl" and self.legacy_heads:
+            raise ValueError("value_head='wdl' needs the normalised heads (legacy_heads=False)")
         if self.value_head == "sai" and not self.game.startswith("go_"):
             raise ValueError(f"value_head='sai' (sigmoid-komi values) applies to Go only, not {self.game!r}")
         for name in ("sai_official_komi_share", "branch_prob", "sensible_lambda"):

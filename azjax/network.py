@@ -130,6 +130,7 @@ class ScalarHead(nn.Module):
     dtype: Any
     hidden_norm: bool = True
     pooled: bool = False  # read the head's features through `board_pool` rather than flattened (global pooling)
+    outputs: int = 1  # 1: [B]; more (the win/draw/loss head's 3 logits): [B, outputs]
 
     @nn.compact
     def __call__(self, x: jax.Array) -> jax.Array:
@@ -140,7 +141,8 @@ class ScalarHead(nn.Module):
         if self.hidden_norm:
             v = nn.LayerNorm(dtype=self.dtype, name="hidden_norm")(v)
         v = nn.relu(v)
-        return nn.Dense(1, dtype=self.dtype)(v)[:, 0]
+        out = nn.Dense(self.outputs, dtype=self.dtype)(v)
+        return out[:, 0] if self.outputs == 1 else out
 
 
 class OwnershipHead(nn.Module):
@@ -188,6 +190,10 @@ class PolicyValueNet(nn.Module):
     section 2): alpha (linear output, points) and beta* with beta = beta_scale * exp(beta*) (beta*
     clipped to [-15, 15] so beta stays finite); `__call__` then returns (logits, alpha, beta).
 
+    With `value_head="wdl"` (Leela Chess Zero's win/draw/loss head, `azjax.methods.wdl`) the value head's last
+    layer has three outputs, the logits of the player to move's win, draw and loss; `__call__` then returns
+    (logits, wdl_logits [B, 3]).
+
     With `aux_heads` (KataGo's auxiliary targets, `azjax.methods.katago_aux`) the net has two more heads, an
     ownership head (`OwnershipHead`) and a score head (`ScalarHead`, output scaled by the board's area, so
     its linear unit predicts the margin as a share of the board): applied with `mutable=[AUXILIARY]`, they
@@ -234,9 +240,9 @@ class PolicyValueNet(nn.Module):
             p = HeadConv(POLICY_HEAD_FILTERS, self.dtype, name="policy_head")(x)
             logits = nn.Dense(self.num_actions, dtype=self.dtype)(p)
 
-        def scalar_head(name: str) -> jax.Array:
+        def scalar_head(name: str, outputs: int = 1) -> jax.Array:
             head = ScalarHead(VALUE_HEAD_FILTERS, self.num_channels, self.dtype, self.head_hidden_norm,
-                              pooled=self.global_pooling, name=name)
+                              pooled=self.global_pooling, outputs=outputs, name=name)
             return head(x).astype(jnp.float32)
 
         # Made at `init`, computed only where an apply collects them (SGD), never in the search.
@@ -252,6 +258,8 @@ class PolicyValueNet(nn.Module):
             beta_star = scalar_head("beta_head")
             beta = self.beta_scale * jnp.exp(jnp.clip(beta_star, -15.0, 15.0))
             return logits.astype(jnp.float32), alpha, beta
+        if self.value_head == "wdl":
+            return logits.astype(jnp.float32), scalar_head("value_head", outputs=3)
         return logits.astype(jnp.float32), jnp.tanh(scalar_head("value_head"))
 
     def _legacy_heads(self, x: jax.Array) -> tuple[jax.Array, ...]:

@@ -30,6 +30,7 @@ import pytest
 from azjax.build import init_params, make_network
 from azjax.checkpoint import save_config, save_params
 from azjax.config import Config, preset
+from azjax.engines.engine import clear_compiled_searches
 from azjax.games import make_game
 
 # One directory for the whole session: set in the environment by the first process that loads this file
@@ -57,6 +58,7 @@ def _free_compiled_programs_after_each_module():
     persistent cache, in whichever test came next (tests/test_conftest.py shows the count going back down)."""
     yield
     jax.clear_caches()
+    clear_compiled_searches()
     gc.collect()
 
 

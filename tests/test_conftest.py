@@ -34,3 +34,13 @@ def test_clearing_jax_caches_gives_back_the_memory_mappings_that_compiled_progra
     jax.clear_caches()
     gc.collect()
     assert _mappings() - before < grown / 4
+
+
+def test_the_engines_searches_compiled_ahead_of_time_are_dropped_with_them(models):
+    from azjax.engines import engine as engine_module
+
+    engine = engine_module.Engine.from_checkpoint(str(models["connect_four"]))
+    engine.search(visits=4)
+    assert engine_module._EXECUTABLES, "the engine keeps its compiled search for the next move"
+    engine_module.clear_compiled_searches()
+    assert not engine_module._EXECUTABLES

@@ -100,6 +100,13 @@ class KeptTree:
 # one search twice.
 _EXECUTABLES: dict[tuple[SearchSpec, Game, Any, int], Callable[..., Any]] = {}
 _EXECUTABLES_LOCK = threading.Lock()
+
+
+def clear_compiled_searches() -> None:
+    """Drops the engines' searches compiled ahead of time (`jax.clear_caches` does not reach them): a process that
+    builds engines of many settings, such as the test suite, keeps its memory bounded."""
+    with _EXECUTABLES_LOCK:
+        _EXECUTABLES.clear()
 MAX_REUSED_PLIES = 2  # the engine's own move and the opponent's reply
 
 

@@ -3,9 +3,11 @@
 A method changes the loop by implementing one or more of these seams; `azjax.build` picks the implementations
 from the config, and the loop (`azjax.train.loop`) calls only the seams, with no branch on any method:
 
-  * `ValueHead`: how network outputs become a value, for the search (an evaluator) and for the loss, and what
-    the loss needs kept per position. AlphaZero: the tanh head as it is (`TanhValue`). SAI: the sigmoid in
-    the komi (`azjax.methods.sai.SigmoidKomiValue`).
+  * `ValueHead`: how network outputs become a value, for the search (an evaluator) and for the loss, what
+    the loss needs kept per position, and the value term of the loss. AlphaZero: the tanh head as it is, with
+    the squared error (`TanhValue`). SAI: the sigmoid in the komi (`azjax.methods.sai.SigmoidKomiValue`).
+    Leela Chess Zero: win, draw and loss as three classes, with their cross-entropy
+    (`azjax.methods.wdl.WinDrawLossValue`).
   * `GameStarts`: where a restarting slot's game comes from. AlphaZero: `game.init` (`NewGames`). SAI: a komi
     drawn from the empty board's sigmoid, and branch starts queued from finished games (`azjax.methods.sai.KomiStarts`).
     Go-Exploit: a trajectory starts at the initial state with probability lambda, else at a state of an archive
@@ -147,6 +149,16 @@ class ValueHead(Protocol):
         """(logits [B, A], value [B] in (-1, 1), spread statistics of the head outputs) for the loss."""
         ...
 
+    def value_loss(self, outputs: tuple[Array, ...], value: Array, target: Array) -> Array:
+        """float32 []: the value term of the loss, from the network's `outputs`, the `value` [B] `train_value`
+        made of them and the value targets [B] in [-1, 1]."""
+        ...
+
+
+def squared_error(value: Array, target: Array) -> Array:
+    """AlphaZero's value loss: the mean of (v - z)^2 over the batch."""
+    return jnp.mean((value - target) ** 2)
+
 
 @dataclasses.dataclass(frozen=True)
 class TanhValue:
@@ -166,6 +178,10 @@ class TanhValue:
         del recorded
         logits, v = outputs
         return logits, v, {"value_std": jnp.std(v)}
+
+    def value_loss(self, outputs: tuple[Array, ...], value: Array, target: Array) -> Array:
+        del outputs
+        return squared_error(value, target)
 
 
 # ---------------------------------------------------------------- game starts

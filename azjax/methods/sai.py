@@ -35,7 +35,7 @@ from flax import struct
 
 from azjax.games import Game, GameState, board_arrays, where_games
 from azjax.methods import start_states as ss
-from azjax.methods.alphazero import Searched
+from azjax.methods.alphazero import Searched, squared_error
 from azjax.search import Evaluator, ParentAwareEvaluator
 
 Array = jax.Array
@@ -301,6 +301,10 @@ class SigmoidKomiValue:
         logits, alpha, beta = outputs
         v = 2.0 * winrate(alpha, beta, recorded["kbar"]) - 1.0
         return logits, v, {"alpha_std": jnp.std(alpha), "beta_std": jnp.std(beta)}
+
+    def value_loss(self, outputs: tuple[Array, ...], value: Array, target: Array) -> Array:
+        del outputs
+        return squared_error(value, target)
 
 
 @struct.dataclass

@@ -99,7 +99,8 @@ def loss_fn(apply_fn: Callable, value: ValueHead, params: Any, obs: jax.Array, p
             target: jax.Array, value_loss_weight: float = 1.0, recorded: Records | None = None,
             auxiliary: AuxiliaryTargets | None = None,
             auxiliary_targets: Records | None = None) -> tuple[jax.Array, dict[str, jax.Array]]:
-    """AlphaZero's loss: policy cross-entropy + value MSE, plus the auxiliary-targets seam's weighted terms
+    """AlphaZero's loss: policy cross-entropy + value MSE (the value-head seam's term: the win/draw/loss head's is
+    a cross-entropy), plus the auxiliary-targets seam's weighted terms
     (`auxiliary`, with the sampled `auxiliary_targets`; AlphaZero: none). The L2 term is applied as AdamW's
     decoupled weight decay (see `make_optimizer`); its size is reported as `l2`.
 
@@ -116,7 +117,7 @@ def loss_fn(apply_fn: Callable, value: ValueHead, params: Any, obs: jax.Array, p
     predictions = health.pop(AUXILIARY, {})
     logits, v, spread = value.train_value(outputs, recorded or {})
     policy_loss = optax.softmax_cross_entropy(logits, policy).mean()
-    value_loss = jnp.mean((v - target) ** 2)
+    value_loss = value.value_loss(outputs, v, target)
     l2 = sum(jnp.sum(w**2) for w in jax.tree.leaves(params) if w.ndim > 1)
     total = policy_loss + value_loss_weight * value_loss
     terms, auxiliary_info = auxiliary.loss(predictions, auxiliary_targets or {}) if auxiliary else ((), {})

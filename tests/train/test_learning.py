@@ -197,3 +197,37 @@ def test_with_the_gradients_sign_flipped_the_same_sgd_steps_raise_the_sai_loss(s
     replay, _ = _sai_batch(trainer)
     before, after = (_losses(trainer, p, replay) for p in _train(trainer, replay))
     assert after["value_loss"] > before["value_loss"] and after["loss"] > before["loss"], (before, after)
+
+
+# ---------------------------------------------------------------- Leela Chess Zero's win/draw/loss head
+
+
+def _wdl_trainer(tiny_overrides: dict) -> Trainer:
+    return Trainer(preset("connect_four", **{**tiny_overrides, **LEARNING}, value_head="wdl"),
+                   devices=jax.devices()[:1])
+
+
+def _wdl_batch(trainer: Trainer) -> tuple[rb.Replay, float]:
+    """Random positions with a random result each, a third each won, drawn and lost; returns the batch and the
+    best value loss of a constant head (the entropy of the results' frequencies)."""
+    states = _random_positions(trainer, 3 * 6, seed=6)
+    rng = np.random.default_rng(7)
+    z = rng.permutation(np.repeat([-1.0, 0.0, 1.0], 6)).astype(np.float32)
+    replay = _replay(trainer, states.observation, _one_hot_legal(states, rng), jnp.asarray(z))
+    return replay, float(np.log(3.0))
+
+
+def test_sgd_teaches_the_win_draw_loss_head_each_positions_result_below_what_a_constant_head_can_reach(
+        tiny_overrides):
+    trainer = _wdl_trainer(tiny_overrides)
+    replay, constant_value_loss = _wdl_batch(trainer)
+    before, after = (_losses(trainer, p, replay) for p in _train(trainer, replay))
+    assert after["value_loss"] < 0.5 * constant_value_loss, (before, after)
+    assert after["loss"] < 0.6 * before["loss"], (before, after)
+
+
+def test_with_the_gradients_sign_flipped_the_same_sgd_steps_raise_the_win_draw_loss_loss(tiny_overrides):
+    trainer = _flip_the_gradients_sign(_wdl_trainer(tiny_overrides))
+    replay, _ = _wdl_batch(trainer)
+    before, after = (_losses(trainer, p, replay) for p in _train(trainer, replay))
+    assert after["value_loss"] > before["value_loss"] and after["loss"] > before["loss"], (before, after)
