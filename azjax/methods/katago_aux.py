@@ -159,3 +159,6 @@ class AuxiliaryValue:
 
     def train_value(self, outputs: tuple[Array, ...], recorded: Records) -> tuple[Array, Array, dict[str, Array]]:
         return self.inner.train_value(outputs, recorded)
+
+    def value_loss(self, outputs: tuple[Array, ...], value: Array, target: Array) -> Array:
+        return self.inner.value_loss(outputs, value, target)

@@ -266,7 +266,9 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
         source = source or load_source(config)
         params, report = warm_start(jax.device_get(state.params), source, config.init_from)
         params = jax.tree.map(lambda new, old: jax.device_put(new, old.sharding), params, state.params)
-        state = state.replace(params=params, params_average=params if state.params_average is not None else None)
+        # The average starts at the same weights, in buffers of its own: the step donates both.
+        average = None if state.params_average is None else jax.tree.map(jnp.copy, params)
+        state = state.replace(params=params, params_average=average)
         print(report.describe(), flush=True)
 
     measures = RunMeasures(trainer, config, run_dir, start)

@@ -48,11 +48,17 @@ def test_a_9x9_network_takes_the_7x7_trunk_and_head_convolutions_and_keeps_fresh
     assert any("ResBlock_0" in p for p in report.copied) and any("policy_head" in p for p in report.copied)
 
 
-def test_a_warm_started_run_begins_with_the_models_trunk_and_says_what_it_copied(model_7x7, tmp_path, capsys):
+@pytest.mark.parametrize("swa_decay", [0.0, 0.99])
+def test_a_warm_started_run_begins_with_the_models_trunk_and_says_what_it_copied(model_7x7, tmp_path, capsys,
+                                                                                 swa_decay):
+    """With weight averaging the average starts at the copied weights too, in buffers of its own (the step donates
+    both: given the same buffers twice, the first step failed)."""
     run = tmp_path / "run9"
     assert main(["train", "--game", "go_9x9", "--preset", "quick", *[f"--{k}={v}" for k, v in TINY.items()],
-                 "--num_steps", "1", "--init_from", str(model_7x7), "--run_dir", str(run)]) == 0
+                 "--num_steps", "2", "--swa_decay", str(swa_decay), "--init_from", str(model_7x7),
+                 "--run_dir", str(run)]) == 0
     assert "warm start from" in capsys.readouterr().out
+    assert len((run / "metrics.csv").read_text().strip().splitlines()) == 1 + 2
 
 
 def test_a_missing_model_or_another_trunk_is_refused_in_one_line_and_writes_nothing(model_7x7, tmp_path, capsys):
