@@ -50,6 +50,14 @@ else:
     os.environ.setdefault("AZJAX_CACHE_DIR", "off")
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Modules with a slow test run first, each module's tests together and in their order: a worker that picks up
+    the minutes-long run-book or learning test near the end of the session would run alone for those minutes."""
+    del config
+    slow_modules = {item.module.__name__ for item in items if item.get_closest_marker("slow") and item.module}
+    items.sort(key=lambda item: item.module is None or item.module.__name__ not in slow_modules)
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _free_compiled_programs_after_each_module():
     """Drops JAX's compiled programs when a test module ends. Each XLA:CPU executable keeps its machine code in
