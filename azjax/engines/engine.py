@@ -44,7 +44,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from azjax.build import board_game, cached_evaluator, load_model, search_spec
+from azjax.build import board_game, cached_evaluator, load_model, make_network, search_spec
 from azjax.config import Config
 from azjax.engines.lc0 import MoveStat, SearchResult, cp_from_q
 from azjax.engines.position import Position, jitted_step, stack_states
@@ -62,6 +62,18 @@ def _jitted_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator):
 @functools.cache
 def _jitted_reused_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator):
     return jax.jit(functools.partial(reused_search_statistics, spec, game, evaluate))
+
+
+@functools.cache
+def _jitted_draw_probability(config: Config, game: Game) -> Callable[[Any, jax.Array], jax.Array]:
+    """(params, observation [1, ...]) -> []: the draw probability of a win/draw/loss head (`value_head="wdl"`)."""
+    net = make_network(config, game)
+
+    def draw(params: Any, observation: jax.Array) -> jax.Array:
+        _, wdl = net.apply(params, observation)
+        return jax.nn.softmax(wdl[0])[1]
+
+    return jax.jit(draw)
 
 
 # The subtree under the moves played re-indexed into a tree of another size (static), before a search of another
@@ -326,6 +338,9 @@ class Engine:
             if s.action == best and not s.pv:
                 s.pv = list(pv)
         value = float(out["best_q"]) if not over else 0.0
+        net_draw = None
+        if self.config.value_head == "wdl" and not over:
+            net_draw = float(_jitted_draw_probability(self.config, self.game)(self.params, state.observation[None]))
         return SearchResult(
             best_move=self.game.action_to_str(state, best) if best >= 0 else "",
             best_action=best,
@@ -337,6 +352,7 @@ class Engine:
             pv=pv,
             cp=cp_from_q(value) if self.game.is_chess else None,
             seconds=seconds,
+            net_draw=net_draw,
         )
 
     def pv_strings(self, state: GameState, actions: np.ndarray) -> list[str]:

@@ -18,16 +18,23 @@ def cp_from_q(q: float) -> float:
     return CP_SCALE * math.tan(CP_ANGLE * q)
 
 
-def wdl_from_q(q: float) -> tuple[int, int, int]:
-    """(win, draw, loss) per mille, summing to 1000, from Q in [-1, 1] (the player to move's view), as lc0 reports
-    a network without a WDL head: the value is the expected score W - L with no draw class, so D = 0,
-    W = (1 + Q) / 2 and L = (1 - Q) / 2. (azjax's value heads are tanh heads; its searches keep no draw share.)
+def wdl_from_q(q: float, draw: float = 0.0) -> tuple[int, int, int]:
+    """(win, draw, loss) per mille, summing to 1000, from Q in [-1, 1] (the player to move's view) and a draw share.
+
+    Without a draw share (a tanh or SAI head: no draw class), as lc0 reports a network without a WDL head: D = 0,
+    W = (1 + Q) / 2 and L = (1 - Q) / 2. With a win/draw/loss head, `draw` is the network's draw probability at the
+    root (azjax's search backs up Q alone, where lc0 also backs up D); it is capped at 1 - |Q|, the most a score of
+    Q allows, and W = (1 + Q - D) / 2, L = (1 - Q - D) / 2, so W - L is still Q.
 
         wdl_from_q(0.2) == (600, 0, 400)
+        wdl_from_q(0.2, draw=0.5) == (350, 500, 150)
     """
     q = max(-1.0, min(1.0, float(q)))
-    win = int(round(500 * (1 + q)))
-    return win, 0, 1000 - win
+    d = max(0.0, min(float(draw), 1.0 - abs(q)))
+    win = int(round(500 * (1 + q - d)))
+    drawn = int(round(1000 * d))
+    drawn = min(drawn, 1000 - win)
+    return win, drawn, 1000 - win - drawn
 
 
 @dataclasses.dataclass
@@ -65,6 +72,7 @@ class SearchResult:
       pv: the principal variation (chosen move, then the most-visited child at each level).
       cp: centipawns from `value` (chess only, else None); seconds: wall time of the search call.
       reused_visits: of `visits`, those the search started with (tree reuse: the subtree kept from the last search).
+      net_draw: the network's draw probability at the root where it has a win/draw/loss head, else None.
     """
 
     best_move: str
@@ -78,6 +86,7 @@ class SearchResult:
     cp: float | None
     seconds: float
     reused_visits: int = 0
+    net_draw: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

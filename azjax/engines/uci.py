@@ -48,8 +48,9 @@ After each search call:
 (depth = PV length, score from the chosen move's Q with lc0's formula; nps = the visits this search added (not the
 ones kept from the last) over the search's own time, without the time spent compiling a new search size; time =
 since `go`; wdl = win/draw/loss per mille of the side
-to move, summing to 1000, from the same Q as lc0 reports a network without a WDL head: the tanh value head has no
-draw class and the search keeps no draw share, so D = 0, W = 1000 (1 + Q) / 2 rounded, L = 1000 - W; see
+to move, summing to 1000, from the same Q: with a tanh or SAI value head, as lc0 reports a network without a WDL
+head (no draw class: D = 0, W = 1000 (1 + Q) / 2 rounded, L = 1000 - W); with a win/draw/loss head
+(`value_head="wdl"`), D is the network's draw probability at the root, capped at 1 - |Q|, and W - L stays Q; see
 `lc0.wdl_from_q`) and, with `VerboseMoveStats` on, the per-move statistics table as `info string` lines in lc0's
 order (most-visited last) before `bestmove`.
 Options: `Visits` (spin, 1 to MAX_VISITS), `NScl` (spin, 0 = off: search-contempt node limit), `TreeReuse` (check,
@@ -314,7 +315,7 @@ class UCIEngine(LoadingFrontEnd):
         nps = int((r.visits - r.reused_visits) / max(r.seconds, 1e-6))
         cp = int(round(r.cp)) if r.cp is not None else 0
         pv = " ".join(r.pv) or r.best_move
-        wdl = " wdl {} {} {}".format(*wdl_from_q(r.value)) if self.show_wdl else ""  # lc0: after the score
+        wdl = " wdl {} {} {}".format(*wdl_from_q(r.value, r.net_draw or 0.0)) if self.show_wdl else ""  # lc0: after cp
         self.send(f"info depth {max(len(r.pv), 1)} nodes {r.visits} nps {nps} time {int(elapsed * 1000)} "
                   f"score cp {cp}{wdl} pv {pv}")
 

@@ -255,6 +255,39 @@ def test_wdl_from_q_is_lc0_s_for_a_network_without_a_wdl_head():
         assert w + d + loss == 1000 and d == 0 and (w - loss) / 1000 == pytest.approx(q, abs=1e-3)
 
 
+def test_wdl_from_q_with_a_draw_share_keeps_q_and_caps_the_draw_at_what_q_allows():
+    assert wdl_from_q(0.2, draw=0.5) == (350, 500, 150) and wdl_from_q(0.0, draw=1.0) == (0, 1000, 0)
+    assert wdl_from_q(0.9, draw=0.5) == (900, 100, 0)  # a score of 0.9 leaves room for 10% draws at most
+    for q, draw in ((-0.6, 0.3), (0.25, 0.05), (0.0004, 0.9), (0.77777, 0.2)):
+        w, d, loss = wdl_from_q(q, draw)
+        assert w + d + loss == 1000 and min(w, d, loss) >= 0
+        assert d / 1000 == pytest.approx(min(draw, 1 - abs(q)), abs=1e-3)
+        assert (w - loss) / 1000 == pytest.approx(q, abs=2e-3)
+
+
+def test_uci_shows_the_draw_probability_of_a_win_draw_loss_network(tmp_path):
+    from conftest import random_params
+
+    from azjax.checkpoint import save_config, save_params
+    from azjax.config import Config
+    from azjax.games import make_game
+
+    config = Config(game="chess", num_blocks=1, num_channels=8, eval_simulations=VISITS, value_head="wdl")
+    save_config(tmp_path, config)
+    save_params(tmp_path, random_params(config, make_game("chess")))
+    engine = Engine.from_checkpoint(str(tmp_path))
+    result = engine.search(visits=VISITS)
+    assert result.net_draw is not None and 0 < result.net_draw < 1
+    session = Session(lambda inp, out: UCIEngine(engine, inp, out))
+    for command in ("setoption name UCI_ShowWDL value true", "position startpos", f"go nodes {VISITS}"):
+        session.send(command)
+    info = next(line for line in session.until(lambda line: line.startswith("bestmove")) if " wdl " in line)
+    w, d, loss = (int(x) for x in info_fields(info)["wdl"].split())
+    assert w + d + loss == 1000 and d > 0
+    assert d / 1000 == pytest.approx(min(result.net_draw, 1 - abs(result.value)), abs=2e-3)
+    session.close()
+
+
 def test_growing_visits_and_cap():
     assert growing_visits(4, analysis_cap(4)) == [4, 8, 16, 32, 64]
     assert growing_visits(800, analysis_cap(800)) == [800, 1600, 3200, 6400, 8192]
