@@ -241,7 +241,8 @@ HEADLINE_ROWS: list[tuple[str, str, str, list[tuple[str, str]]]] = [
       ("results/go_7x7/sai_katago_aux/arena_komi7.5/results.json", "gnugo-l10")]),
     ("Go 9x9",
      "warm-started from the pooled 7x7 run (55 minutes), then 1536 steps in "
-     "[65 minutes](results/go_9x9/sai_pooled_from_7x7/train_log.txt), 2 CPU cores (shared with tests for about 30 of them)",
+     "[65 minutes](results/go_9x9/sai_pooled_from_7x7/train_log.txt), 2 CPU cores "
+     "(shared with tests for about 30 of them)",
      "GNU Go level 1 (komi 7.5, 40 games, 128 simulations)",
      [("results/go_9x9/sai_pooled_from_7x7/arena_komi7.5/results.json", "gnugo-l1")]),
     ("Chess",
