@@ -37,7 +37,7 @@ if [ "$TINY" = 1 ]; then
   TOY=(--num_blocks 1 --num_channels 8 --num_envs 8 --num_simulations 4 --moves_per_step 2 --replay_size 256
        --min_replay_size 8 --batch_size 8 --eval_every 0)
   PLAN_FLAGS=(--preset quick "${TOY[@]}")
-  BENCH_FLAGS=(--quick --game connect_four --rounds 1)
+  BENCH_FLAGS=(--quick --game connect_four --n_scl 0)  # the bench's own rows are tested in tests/cli/test_cli.py
   SWEEP_FLAGS=(--seeds 2 --steps 2 --other_steps 0 "${TOY[@]}")
   TRAIN_FLAGS=(--game go_9x9 --preset quick "${TOY[@]}" --num_steps 2 --checkpoint_every 2)
 else
@@ -50,25 +50,27 @@ fi
 
 now() { date +%s.%N; }
 
-# Appends {"phase", "command", "seconds"} (from the start time $3 to now) to $OUT/runbook.json.
+# Appends {"phase", "command", "seconds"} (from the start time $3 to now), and the fields of the JSON object $4 if
+# given, to $OUT/runbook.json.
 record() {
-  python - "$OUT/runbook.json" "$1" "$2" "$3" "$(now)" "$KIND" <<'PY'
+  python - "$OUT/runbook.json" "$1" "$2" "$3" "$(now)" "$KIND" "${4:-{\}}" <<'PY'
 import json, sys
 from pathlib import Path
-path, phase, command, start, end, kind = sys.argv[1:]
+path, phase, command, start, end, kind, extra = sys.argv[1:]
 book = json.loads(Path(path).read_text()) if Path(path).exists() else {"device_kind": kind, "phases": []}
-book["phases"].append({"phase": phase, "command": command, "seconds": round(float(end) - float(start), 1)})
+book["phases"].append({"phase": phase, "command": command, "seconds": round(float(end) - float(start), 1),
+                       **json.loads(extra)})
 Path(path).write_text(json.dumps(book, indent=1) + "\n")
 PY
 }
 
-# Runs "$@" as phase $phase, timed and recorded.
+# Runs "$@" as phase $phase, timed and recorded (with the fields of the JSON object $EXTRA, if set).
 timed() {
   local phase=$1; shift
   local start; start=$(now)
   echo "== $phase: $*" >&2
   "$@"
-  record "$phase" "$*" "$start"
+  record "$phase" "$*" "$start" "${EXTRA:-}"
 }
 
 for phase in "${phases[@]}"; do
@@ -81,11 +83,13 @@ for phase in "${phases[@]}"; do
     timed bench azjax bench "${BENCH_FLAGS[@]}" --out "$OUT/bench_full.json" ;;
   start)
     # The first step twice: with an empty compile cache, then with the cache the first run filled.
-    # runbook.json gets start_cold and start_warm: process start, build, compile (or cache read) and one step.
+    # runbook.json gets start_cold and start_warm: process start, build, compile (or cache read) and one step,
+    # each with the number of compiled programs the cache held when it began (0 for the cold start).
     cache=$(mktemp -d)
     for kind in cold warm; do
       rm -rf "$RUNS/start_$kind"
-      timed "start_$kind" env AZJAX_CACHE_DIR="$cache" azjax train "${TRAIN_FLAGS[@]}" --num_steps 1 \
+      EXTRA="{\"cache_entries_before\": $(find "$cache" -type f | wc -l)}" \
+        timed "start_$kind" env AZJAX_CACHE_DIR="$cache" azjax train "${TRAIN_FLAGS[@]}" --num_steps 1 \
         --run_dir "$RUNS/start_$kind" --no-progress
     done
     rm -rf "$cache" ;;

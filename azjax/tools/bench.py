@@ -422,7 +422,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--scaling", default="", help="comma-separated visit counts: search_scaling rows (first game)")
     p.add_argument("--scaling_envs", type=int, default=100, help="roots per search in the scaling rows")
     p.add_argument("--scaling_model", default=None, help="a trained model (run dir or export) for the scaling rows")
-    p.add_argument("--skip_loop", action="store_true", help="only the search_scaling rows")
+    p.add_argument("--skip_loop", action="store_true",
+                   help="no self-play loop rows (nor their breakdown and contempt rows): only --devices and --scaling")
     p.add_argument("--out", default="results/bench_selfplay.json")
 
 
@@ -437,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     contempt_rows: list[dict[str, Any]] = []
     breakdown_rows: list[dict[str, Any]] = []
     device_rows: list[dict[str, Any]] = []
-    for g in [] if args.skip_loop else games:
+    for g in games:
         overrides: dict[str, Any] = {}
         if args.quick:
             overrides.update(num_envs=8, num_simulations=4, moves_per_step=2, replay_size=64, min_replay_size=8,
@@ -452,6 +453,8 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({k: device_rows[-1][k] for k in ("game", "devices", "step_s_one_device",
                                                                "step_s_all_devices", "speedup_all_devices")}),
                   flush=True)
+        if args.skip_loop:
+            continue
         row = bench_game(g, config, rounds=1 if args.quick else args.rounds)
         print(json.dumps({k: row[k] for k in ("game", "sims_per_s", "net_only_evals_per_s", "plain_loop_sims_per_s",
                                               "ratio_vs_net_only", "ratio_vs_plain_loop")}), flush=True)
