@@ -83,6 +83,12 @@ def _train(trainer: Trainer, replay: rb.Replay, seed: int = 0) -> tuple[Any, Any
     return params, trained
 
 
+def _losses_before_and_after(trainer: Trainer, replay: rb.Replay) -> tuple[dict[str, float], dict[str, float]]:
+    """The batch's losses at the initial parameters and after STEPS of the loop's SGD on it."""
+    before, after = _train(trainer, replay)
+    return _losses(trainer, before, replay), _losses(trainer, after, replay)
+
+
 def _flip_the_gradients_sign(trainer: Trainer) -> Trainer:
     """The trainer with every gradient negated before its optimizer sees it: gradient ascent."""
     trainer.optimizer = optax.chain(optax.scale(-1.0), trainer.optimizer)
@@ -112,19 +118,12 @@ def _c4_batch(trainer: Trainer) -> tuple[rb.Replay, float, float]:
 def test_sgd_lowers_the_tanh_value_and_policy_losses_below_what_constant_heads_can_reach(tiny_overrides):
     trainer = _c4_trainer(tiny_overrides)
     replay, constant_value_loss, constant_policy_loss = _c4_batch(trainer)
-    before, after = (_losses(trainer, p, replay) for p in _train(trainer, replay))
+    before, after = _losses_before_and_after(trainer, replay)
     # A constant value head's best mean squared error is z's variance, a constant policy's best cross-entropy
     # the mean target's entropy: the network must fit the positions, by a stated margin, to pass.
     assert after["value_loss"] < 0.5 * constant_value_loss, (before, after)
     assert after["policy_loss"] < constant_policy_loss - 0.3, (before, after, constant_policy_loss)
     assert after["loss"] < 0.6 * before["loss"], (before, after)
-
-
-def test_with_the_gradients_sign_flipped_the_same_sgd_steps_raise_the_tanh_loss(tiny_overrides):
-    trainer = _flip_the_gradients_sign(_c4_trainer(tiny_overrides))
-    replay, _, _ = _c4_batch(trainer)
-    before, after = (_losses(trainer, p, replay) for p in _train(trainer, replay))
-    assert after["value_loss"] > before["value_loss"] and after["loss"] > before["loss"], (before, after)
 
 
 # ---------------------------------------------------------------- KataGo's global pooling (Go)
@@ -143,18 +142,11 @@ def test_sgd_teaches_the_pooled_heads_of_a_global_pooling_network_below_what_con
         tiny_overrides):
     trainer = _pooled_go_trainer(tiny_overrides)
     replay, constant_value_loss, constant_policy_loss = _pooled_go_batch(trainer)
-    before, after = (_losses(trainer, p, replay) for p in _train(trainer, replay))
+    before, after = _losses_before_and_after(trainer, replay)
     # The value reads the board only through its pooled means and maxima, the policy one logit per point: both
     # must still tell the positions apart.
     assert after["value_loss"] < 0.5 * constant_value_loss, (before, after)
     assert after["policy_loss"] < constant_policy_loss - 0.3, (before, after, constant_policy_loss)
-
-
-def test_with_the_gradients_sign_flipped_the_same_sgd_steps_raise_the_pooled_heads_loss(tiny_overrides):
-    trainer = _flip_the_gradients_sign(_pooled_go_trainer(tiny_overrides))
-    replay, _, _ = _pooled_go_batch(trainer)
-    before, after = (_losses(trainer, p, replay) for p in _train(trainer, replay))
-    assert after["value_loss"] > before["value_loss"] and after["loss"] > before["loss"], (before, after)
 
 
 # ---------------------------------------------------------------- SAI's sigmoid-komi value head
@@ -187,16 +179,9 @@ def test_sgd_teaches_the_sai_head_each_positions_lead_below_what_the_komi_alone_
     trainer = _sai_trainer(sai_tiny_overrides)
     replay, komi_only_loss = _sai_batch(trainer)
     assert komi_only_loss == pytest.approx(0.5)  # half the komis decide the result, half need the position
-    before, after = (_losses(trainer, p, replay) for p in _train(trainer, replay))
+    before, after = _losses_before_and_after(trainer, replay)
     assert after["value_loss"] < 0.5 * komi_only_loss, (before, after)
     assert after["loss"] < 0.6 * before["loss"], (before, after)
-
-
-def test_with_the_gradients_sign_flipped_the_same_sgd_steps_raise_the_sai_loss(sai_tiny_overrides):
-    trainer = _flip_the_gradients_sign(_sai_trainer(sai_tiny_overrides))
-    replay, _ = _sai_batch(trainer)
-    before, after = (_losses(trainer, p, replay) for p in _train(trainer, replay))
-    assert after["value_loss"] > before["value_loss"] and after["loss"] > before["loss"], (before, after)
 
 
 # ---------------------------------------------------------------- Leela Chess Zero's win/draw/loss head
@@ -221,13 +206,26 @@ def test_sgd_teaches_the_win_draw_loss_head_each_positions_result_below_what_a_c
         tiny_overrides):
     trainer = _wdl_trainer(tiny_overrides)
     replay, constant_value_loss = _wdl_batch(trainer)
-    before, after = (_losses(trainer, p, replay) for p in _train(trainer, replay))
+    before, after = _losses_before_and_after(trainer, replay)
     assert after["value_loss"] < 0.5 * constant_value_loss, (before, after)
     assert after["loss"] < 0.6 * before["loss"], (before, after)
 
 
-def test_with_the_gradients_sign_flipped_the_same_sgd_steps_raise_the_win_draw_loss_loss(tiny_overrides):
-    trainer = _flip_the_gradients_sign(_wdl_trainer(tiny_overrides))
-    replay, _ = _wdl_batch(trainer)
-    before, after = (_losses(trainer, p, replay) for p in _train(trainer, replay))
+# ---------------------------------------------------------------- the negative control, per head
+
+_HEADS = {  # head: (its trainer, its batch, the fixture of its tiny overrides)
+    "tanh": (_c4_trainer, _c4_batch, "tiny_overrides"),
+    "pooled": (_pooled_go_trainer, _pooled_go_batch, "tiny_overrides"),
+    "sai": (_sai_trainer, _sai_batch, "sai_tiny_overrides"),
+    "wdl": (_wdl_trainer, _wdl_batch, "tiny_overrides"),
+}
+
+
+@pytest.mark.parametrize("head", list(_HEADS))
+def test_with_the_gradients_sign_flipped_the_same_sgd_steps_raise_the_loss(head: str,
+                                                                          request: pytest.FixtureRequest) -> None:
+    make_trainer, make_batch, overrides = _HEADS[head]
+    trainer = _flip_the_gradients_sign(make_trainer(request.getfixturevalue(overrides)))
+    replay = make_batch(trainer)[0]
+    before, after = _losses_before_and_after(trainer, replay)
     assert after["value_loss"] > before["value_loss"] and after["loss"] > before["loss"], (before, after)
