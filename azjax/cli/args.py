@@ -97,13 +97,14 @@ PRESET_HELP = ("quick (CPU; Connect Four: 18.5 min for 300 steps on 2 idle cores
                "(default quick)")
 
 
-def config_flags(parser: argparse.ArgumentParser) -> None:
-    """A `--FIELD V` flag for every config field but the game (`overrides` reads them back)."""
+def config_flags(parser: argparse.ArgumentParser, exclude: tuple[str, ...] = ()) -> None:
+    """A `--FIELD V` flag for every config field but the game and `exclude` (fields the command has flags of its
+    own for); `overrides` reads them back."""
     from azjax.config import Config
 
     group = parser.add_argument_group("config fields (override the preset)")
     for f in dataclasses.fields(Config):
-        if f.name == "game":
+        if f.name == "game" or f.name in exclude:
             continue
         group.add_argument(f"--{f.name}", dest=f"cfg_{f.name}", metavar="V", default=None,
                            help=f"(default {f.default!r})")

@@ -48,9 +48,11 @@ from jax.sharding import PartitionSpec as P
 
 from azjax import replay as rb
 from azjax.build import load_model
+from azjax.cli.args import config_flags
+from azjax.cli.args import overrides as config_overrides
 from azjax.config import Config, preset
 from azjax.games import where_games
-from azjax.search import choose_move, make_recurrent_fn, mask_logits, search_inputs
+from azjax.search import choose_move, search_inputs
 from azjax.search.core import search
 from azjax.train.loop import Trainer
 
@@ -79,19 +81,23 @@ def restart_finished(game: Any, key: jax.Array, states: Any) -> Any:
     return where_games(done, fresh, states)
 
 
+def _sum_of_outputs(outputs: Any) -> jax.Array:
+    """The sum of every array the network gives out, whatever its heads (a tanh value [B], SAI's (alpha, beta),
+    win/draw/loss logits [B, 3], KataGo's auxiliary heads): a scalar the next call's input can depend on."""
+    return sum(leaf.astype(jnp.float32).sum() for leaf in jax.tree.leaves(outputs))
+
+
 def plain_loop(trainer: Trainer) -> Callable[[Any, Any, jax.Array], tuple[Any, jax.Array]]:
-    """The mctx README's self-play: one jitted call per move (search, then step every game)."""
-    game, net, cfg = trainer.game, trainer.net, trainer.config
-    recurrent_fn = make_recurrent_fn(game, trainer.evaluate)
+    """The mctx README's self-play: one jitted call per move (search, then step every game), with the trainer's
+    evaluator (its value head's reading of the network: tanh, SAI or win/draw/loss)."""
+    game, cfg = trainer.game, trainer.config
 
     @jax.jit
     def move(params: Any, states: Any, key: jax.Array) -> tuple[Any, jax.Array]:
         k1, k2 = jax.random.split(key)
-        logits, value = net.apply(params, states.observation)
-        root = mctx.RootFnOutput(prior_logits=mask_logits(logits, states.legal_action_mask), value=value,
-                                 embedding=states)
+        root, recurrent_fn, invalid = search_inputs(game, trainer.evaluate, params, states)
         out = mctx.gumbel_muzero_policy(params, k1, root, recurrent_fn, num_simulations=cfg.num_simulations,
-                                        invalid_actions=~states.legal_action_mask,
+                                        invalid_actions=invalid,
                                         max_num_considered_actions=cfg.max_num_considered_actions)
         states = jax.vmap(game.step)(states, out.action)
         states = restart_finished(game, k2, states)
@@ -124,8 +130,7 @@ def bench_game(game: str, config: Config, rounds: int = 3) -> dict[str, Any]:
     @jax.jit
     def forward_many(params: Any, obs: jax.Array) -> jax.Array:
         def body(x: jax.Array, _: None) -> tuple[jax.Array, None]:
-            logits, value = trainer.net.apply(params, x)
-            x = x + (0.0 * (value.sum() + logits.sum()))
+            x = x + 0.0 * _sum_of_outputs(trainer.net.apply(params, x))
             return x, None
         return jax.lax.scan(body, obs, None, length=moves * (sims + 1))[0]
 
@@ -153,6 +158,7 @@ def bench_game(game: str, config: Config, rounds: int = 3) -> dict[str, Any]:
         "moves_per_call": moves,
         "search": config.search,
         "network": f"{config.num_blocks}x{config.num_channels} ResNet ({config.compute_dtype})",
+        "value_head": config.value_head,
         "sims_per_s": round(sims_per_s, 1),
         "net_only_evals_per_s": round(net_evals, 1),
         "plain_loop_sims_per_s": round(plain, 1),
@@ -264,8 +270,7 @@ def bench_breakdown(game: str, config: Config, rounds: int = 3) -> dict[str, Any
     @jax.jit
     def network(params: Any, obs: jax.Array) -> jax.Array:  # each call's input depends on the last output
         def body(x: jax.Array, _: None) -> tuple[jax.Array, None]:
-            logits, value = trainer.net.apply(params, x)
-            return x + 0.0 * (value.sum() + logits.sum()), None
+            return x + 0.0 * _sum_of_outputs(trainer.net.apply(params, x)), None
         return jax.lax.scan(body, obs, None, length=moves * (sims + 1))[0]
 
     def random_legal(k: jax.Array, states: Any) -> jax.Array:
@@ -425,6 +430,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--skip_loop", action="store_true",
                    help="no self-play loop rows (nor their breakdown and contempt rows): only --devices and --scaling")
     p.add_argument("--out", default="results/bench_selfplay.json")
+    # Any other config field (`--value_head wdl`, `--num_blocks 6`, ...) sets the network and loop benched.
+    config_flags(p, exclude=("n_scl", "num_envs", "num_simulations"))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -443,6 +450,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.quick:
             overrides.update(num_envs=8, num_simulations=4, moves_per_step=2, replay_size=64, min_replay_size=8,
                              batch_size=8, num_blocks=1, num_channels=8)
+        overrides.update(config_overrides(args))
         if args.num_envs:
             overrides["num_envs"] = args.num_envs
         if args.num_simulations:

@@ -115,6 +115,14 @@ def test_bench_quick_writes_json_with_a_phase_breakdown_and_search_scaling(tmp_p
     assert data["command"].startswith("azjax bench --game connect_four --quick")
 
 
+def test_bench_times_a_win_draw_loss_network_given_as_a_config_flag(tmp_path):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--game", "connect_four", "--quick", "--n_scl", "0", "--value_head", "wdl",
+                 "--out", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["results"]
+    assert row["value_head"] == "wdl" and row["sims_per_s"] > 0 and row["plain_loop_sims_per_s"] > 0
+
+
 @pytest.mark.slow
 def test_bench_devices_times_the_training_step_on_one_device_and_on_the_cpu_split(tmp_path):
     out = tmp_path / "bench.json"
