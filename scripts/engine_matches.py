@@ -1,6 +1,7 @@
 """azjax against Stockfish and GNU Go through UCI and GTP under a clock: scores and Elo estimates with 95% intervals.
 
     python scripts/engine_matches.py --chess results/models/chess_quick --go results/models/go_9x9_quick \\
+        [--go results/models/go_7x7_sai ...] \\
         [--stockfish_elo 1350 1500 1700] [--stockfish_skill 0 3] [--gnugo_levels 1 5 10] [--games 10] \\
         [--clock 60+1] [--visits 256] [--max_plies 400] [--out results/engines/matches.json]
 
@@ -254,14 +255,14 @@ def run_chess(args: argparse.Namespace, log: Callable[[str], None]) -> list[dict
                     results.append(r)
             finally:
                 opponent.close()
-            rows.append(dict(game="chess", opponent="stockfish", setting=setting, value=value, **score_row(results),
-                             games_played=[dataclasses.asdict(r) for r in results]))
+            rows.append(dict(game="chess", model=args.chess, opponent="stockfish", setting=setting, value=value,
+                             **score_row(results), games_played=[dataclasses.asdict(r) for r in results]))
     finally:
         azjax.close()
     return rows
 
 
-def run_go(args: argparse.Namespace, log: Callable[[str], None]) -> list[dict[str, Any]]:
+def run_go(args: argparse.Namespace, model: str, log: Callable[[str], None]) -> list[dict[str, Any]]:
     from azjax.build import board_game
     from azjax.checkpoint import load_config
     from azjax.engines.external import GTPClient
@@ -269,12 +270,12 @@ def run_go(args: argparse.Namespace, log: Callable[[str], None]) -> list[dict[st
     rows: list[dict[str, Any]] = []
     if not args.gnugo_levels:
         return rows
-    config = load_config(args.go)
+    config = load_config(model)
     game = board_game(config)
     if not game.is_go:
         raise SystemExit(f"--go needs a Go checkpoint, not {config.game}")
     komi = float(game.komi if args.komi is None else args.komi)
-    azjax = GTPClient(azjax_command("gtp", args.go, args.visits, args.tree_reuse), name="azjax", timeout=600.0)
+    azjax = GTPClient(azjax_command("gtp", model, args.visits, args.tree_reuse), name="azjax", timeout=600.0)
     try:
         azjax.command(f"boardsize {game.size}")
         azjax.command("genmove b", timeout=600.0)  # compiles the search before any clock runs
@@ -288,7 +289,7 @@ def run_go(args: argparse.Namespace, log: Callable[[str], None]) -> list[dict[st
                     results.append(r)
             finally:
                 opponent.close()
-            rows.append(dict(game=config.game, komi=komi, opponent="gnugo", setting="level", value=level,
+            rows.append(dict(game=config.game, model=model, komi=komi, opponent="gnugo", setting="level", value=level,
                              **score_row(results), games_played=[dataclasses.asdict(r) for r in results]))
     finally:
         azjax.close()
@@ -300,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--chess", help="chess checkpoint or exported model (plays Stockfish)")
-    p.add_argument("--go", help="Go checkpoint or exported model (plays GNU Go)")
+    p.add_argument("--go", action="append", default=[],
+                   help="Go checkpoint or exported model (plays GNU Go); repeatable: 7x7 and 9x9 in one file")
     p.add_argument("--stockfish_elo", type=int, nargs="*", default=[1350, 1500, 1700])
     p.add_argument("--stockfish_skill", type=int, nargs="*", default=[0])
     p.add_argument("--gnugo_levels", type=int, nargs="*", default=[1, 5, 10])
@@ -322,7 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     def log(line: str) -> None:
         print(line, flush=True)
 
-    rows = (run_chess(args, log) if args.chess else []) + (run_go(args, log) if args.go else [])
+    rows = (run_chess(args, log) if args.chess else []) + [row for model in args.go for row in run_go(args, model, log)]
     anchored = anchored_elo([(row["value"], r["azjax_score"]) for row in rows if row["setting"] == "UCI_Elo"
                              for r in row["games_played"]])
     write_json(args.out, dict(command=script_command(__file__, argv), clock=dict(base_s=args.clock[0],
