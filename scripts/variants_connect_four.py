@@ -18,6 +18,10 @@ curves.
 
     python scripts/variants_connect_four.py --num_steps 40 --seeds 3 --evals 4 \\
         --out results/variants_connect_four.json --plot results/variants_connect_four.png
+
+`--preset hour --num_steps 1400` grades the `hour` preset's runs instead (search-contempt in training:
+`--variants alphazero contempt_5 contempt_28`); `--resume` keeps the runs already in `--out` and runs the missing
+ones, so a sweep longer than a session goes on from its committed file.
 """
 
 from __future__ import annotations
@@ -42,6 +46,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "go_exploit_visited+tdleaf_0.7": dict(start_state_prob=0.01, archive="visited", td_lambda=0.7),
     # Not one of the papers: the `hour` preset's variety (azjax.methods.random_openings).
     "random_openings": dict(random_opening_plies=12),
+    # Search-contempt in self-play (docs/methods.md section 1): the seed's reference code reports n_scl = 5 ahead of
+    # plain PUCT at equal compute; 28 is its odds setting. The simulation budget is unchanged, so equal positions are
+    # close to equal self-play time (each run's wall time is in the JSON).
+    "contempt_5": dict(n_scl=5),
+    "contempt_28": dict(n_scl=28),
 }
 
 
@@ -51,6 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     p.add_argument("--seeds", type=int, default=3)
+    p.add_argument("--preset", default="quick", help="the Connect Four preset every variant starts from")
     p.add_argument("--num_steps", type=int, default=40, help="loop steps of every run")
     p.add_argument("--evals", type=int, default=4, help="evaluation points, evenly spaced, the last at the end")
     p.add_argument("--sims", type=int, default=64, help="the network's search budget when graded")
@@ -65,6 +75,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="config overrides for every variant (e.g. num_envs=128)")
     p.add_argument("--out", default="results/variants_connect_four.json")
     p.add_argument("--plot", default="results/variants_connect_four.png")
+    p.add_argument("--resume", action="store_true",
+                   help="keep the runs already in --out (same preset, steps and grading) and run only the missing ones")
     p.add_argument("--summarise", action="store_true",
                    help="train nothing: recompute the table and the plot of the runs already in --out")
     return p
@@ -90,7 +102,7 @@ def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]
 
     overrides = dict(kv.split("=", 1) for kv in args.override)
     overrides = {k: parse_field(k, v) for k, v in overrides.items()}
-    config = preset("connect_four", "quick", **{**overrides, **VARIANTS[name], "seed": seed,
+    config = preset("connect_four", args.preset, **{**overrides, **VARIANTS[name], "seed": seed,
                                                 "num_steps": args.num_steps, "eval_every": 0})
     trainer = Trainer(config)
     game = game_named("connect_four")
@@ -204,21 +216,46 @@ def main(argv: list[str] | None = None) -> int:
     sets = load_pons(args.data, args.sets, args.limit)
     summary: dict[str, Any] = dict(command=script_command(__file__, argv), args=vars(args),
                                    variant_switches={v: VARIANTS[v] for v in args.variants}, runs=[])
+    if args.resume and Path(args.out).exists():
+        summary["runs"] = resumable_runs(json.loads(Path(args.out).read_text()), args)
+        print(f"resuming: {len(summary['runs'])} runs already in {args.out}", flush=True)
+    done = {(r["variant"], r["seed"]) for r in summary["runs"]}
     t0 = time.time()
+
+    def save() -> None:
+        summary["table"] = summarise(summary["runs"], sorted({r["variant"] for r in summary["runs"]},
+                                                             key=args.variants.index))
+        summary["variants"] = list(summary["table"])
+        summary["minutes"] = round((time.time() - t0) / 60, 1)
+        write_json(args.out, summary)
+        if args.plot:
+            plot(summary, args.plot)
+
     for seed in range(args.seeds):  # seed-major: an interrupted sweep still compares every variant
         for name in args.variants:
-            summary["runs"].append(run_one(name, seed, args, sets))
-            summary["variants"] = args.variants
-            summary["table"] = summarise(summary["runs"], sorted({r["variant"] for r in summary["runs"]},
-                                                                 key=args.variants.index))
-            summary["variants"] = list(summary["table"])
-            summary["minutes"] = round((time.time() - t0) / 60, 1)
-            write_json(args.out, summary)  # after every run: a cut-short sweep keeps what it measured
-            if args.plot:
-                plot(summary, args.plot)
+            if (name, seed) not in done:
+                summary["runs"].append(run_one(name, seed, args, sets))
+                save()  # after every run: a cut-short sweep keeps what it measured
+    save()
     print_table(summary)
     print(f"wrote {args.out}")
     return 0
+
+
+# The arguments a kept run must share with the resumed sweep, so that its curve is comparable.
+RESUME_MUST_MATCH = ("preset", "num_steps", "evals", "sims", "sets", "limit", "mcts_games", "mcts_sims",
+                     "probe_games", "override")
+
+
+def resumable_runs(previous: dict[str, Any], args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The runs of an earlier sweep (`previous`, its JSON) that this one keeps; SystemExit naming the first argument
+    that differs (with its two values) if the earlier sweep graded differently."""
+    before = {"preset": "quick", **previous.get("args", {})}  # files from before --preset existed: quick
+    for key in RESUME_MUST_MATCH:
+        if before.get(key) != getattr(args, key):
+            raise SystemExit(f"--resume: {args.out} was made with --{key} {before.get(key)!r}, not "
+                             f"{getattr(args, key)!r}; give another --out or the same arguments")
+    return [r for r in previous.get("runs", []) if r["variant"] in args.variants]
 
 
 def print_table(summary: dict[str, Any]) -> None:

@@ -308,6 +308,27 @@ def test_variants_summary_pairs_seeds_and_reports_the_area_under_each_curve(tmp_
     assert (tmp_path / "v.png").stat().st_size > 0
 
 
+def test_a_resumed_variants_sweep_keeps_the_runs_it_has_and_refuses_one_graded_differently(tmp_path):
+    variants = load_script("variants_connect_four")
+    args = variants.build_parser().parse_args(["--variants", "alphazero", "contempt_5", "--seeds", "1",
+                                               "--num_steps", "2", "--evals", "1", "--plot", ""])
+    curve = [dict(self_play_positions=x, error_rate=0.3) for x in (1000, 2000)]
+    runs = [dict(variant=v, seed=0, curve=curve) for v in ("alphazero", "contempt_5", "tdleaf_0.7")]
+    out = tmp_path / "v.json"
+    out.write_text(json.dumps(dict(args=vars(args), runs=runs)))
+    assert [r["variant"] for r in variants.resumable_runs(json.loads(out.read_text()), args)] == [
+        "alphazero", "contempt_5"]  # a variant this sweep does not run is left out
+    # Every (variant, seed) is already there: nothing trains, and the file keeps them with a fresh table.
+    argv = ["--variants", "alphazero", "contempt_5", "--seeds", "1", "--num_steps", "2", "--evals", "1",
+            "--resume", "--out", str(out), "--plot", ""]
+    assert variants.main(argv) == 0
+    summary = json.loads(out.read_text())
+    assert [r["variant"] for r in summary["runs"]] == ["alphazero", "contempt_5"]
+    assert set(summary["table"]) == {"alphazero", "contempt_5"}
+    with pytest.raises(SystemExit, match="--num_steps 2, not 3"):
+        variants.main([*argv[:6], "3", *argv[7:]])
+
+
 @pytest.mark.slow
 def test_sgd_scan_bench_times_each_form_and_records_its_command(tmp_path):
     out = tmp_path / "sgd_scan.json"
