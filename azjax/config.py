@@ -55,6 +55,11 @@ class Config:
     num_simulations: int = 32
     max_num_considered_actions: int = 16  # Gumbel root
     gumbel_scale: float = 1.0
+    # Gumbel MuZero's sigma(q) = (c_visit + max_b N(b)) c_scale q, q the completed Q-values rescaled to [0, 1]: how
+    # far the improved policy (the policy target, the move chooser) leans from the prior towards the search's
+    # values. mctx's defaults (50, 0.1). A smaller c_scale trusts a young value head less.
+    gumbel_c_visit: float = 50.0
+    gumbel_c_scale: float = 0.1
     pb_c_init: float = 1.25  # PUCT
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25
@@ -154,6 +159,7 @@ class Config:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         nonneg = ["sgd_steps_per_step", "min_replay_size", "temperature_moves", "lr_warmup_steps",
                   "eval_every", "weight_decay", "learning_rate", "dirichlet_fraction", "gumbel_scale",
+                  "gumbel_c_visit", "gumbel_c_scale",
                   "pb_c_init", "value_loss_weight", "value_probe_games", "random_opening_plies"]
         for name in nonneg:
             if getattr(self, name) < 0:

@@ -21,6 +21,7 @@ Gumbel root (`gumbel_muzero_policy`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any, Literal
 
@@ -63,10 +64,19 @@ class SearchSpec:
     num_simulations: int = 32
     max_num_considered_actions: int = 16
     gumbel_scale: float = 1.0
+    gumbel_c_visit: float = 50.0  # sigma's c_visit and c_scale (`gumbel_qtransform`); mctx's defaults
+    gumbel_c_scale: float = 0.1
     pb_c_init: float = 1.25
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25
     n_scl: int = 0  # search-contempt node limit (docs/methods.md section 1); 0 = off (plain search)
+
+
+def gumbel_qtransform(spec: SearchSpec) -> Callable[..., jax.Array]:
+    """Gumbel's completed Q-values scaled by sigma: mctx's `qtransform_completed_by_mix_value` with the spec's
+    c_visit (`maxvisit_init`) and c_scale (`value_scale`)."""
+    return functools.partial(mctx.qtransform_completed_by_mix_value, value_scale=spec.gumbel_c_scale,
+                             maxvisit_init=spec.gumbel_c_visit)
 
 
 def network_evaluator(apply_fn: Callable[..., tuple[jax.Array, jax.Array]]) -> Evaluator:
@@ -189,7 +199,8 @@ def run_search(
                   num_simulations=spec.num_simulations, invalid_actions=invalid, extension=extension)
     if spec.kind == "gumbel":
         return gumbel_muzero_policy(
-            **common, max_num_considered_actions=spec.max_num_considered_actions, gumbel_scale=spec.gumbel_scale
+            **common, max_num_considered_actions=spec.max_num_considered_actions, gumbel_scale=spec.gumbel_scale,
+            qtransform=gumbel_qtransform(spec),
         )
     return muzero_policy(
         **common, pb_c_init=spec.pb_c_init, dirichlet_alpha=spec.dirichlet_alpha,

@@ -23,6 +23,7 @@ from azjax.games import Game, GameState
 from azjax.search.game_search import (
     Evaluator,
     SearchSpec,
+    gumbel_qtransform,
     root_q_values,
     run_search,
     search_inputs,
@@ -89,6 +90,7 @@ def reused_search_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator, 
     if spec.kind == "gumbel":
         out = reused_gumbel_muzero_policy(params, key, kept, size, root, recurrent_fn, spec.num_simulations,
                                           invalid_actions=invalid, gumbel_scale=spec.gumbel_scale,
+                                          qtransform=gumbel_qtransform(spec),
                                           max_num_considered_actions=spec.max_num_considered_actions)
         size = jnp.where(size + spec.num_simulations <= num_nodes, size, 0)  # kept only with room for the new ones
         reused_visits = jnp.zeros_like(size)

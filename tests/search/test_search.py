@@ -6,6 +6,7 @@ serves every test (uniform zero-value, adversarial priors on an illegal move, a 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,7 @@ from azjax.search import (
     root_fn,
     root_visit_counts,
     run_search,
+    search_inputs,
 )
 from azjax.search.policies import gumbel_muzero_policy, muzero_policy
 
@@ -369,6 +371,33 @@ def test_search_spec_from_config() -> None:
     assert (evaluate.num_simulations, evaluate.dirichlet_fraction, evaluate.gumbel_scale) == (16, 0.0, 0.0)
     assert hash(train) != hash(evaluate)
     _: Any = {train: 1}  # hashable, so jit can take it as a static argument
+
+
+def test_gumbels_sigma_at_the_default_c_visit_and_c_scale_is_mctxs_own(
+        c4: Game, roots: GameState, search: Callable[..., mctx.PolicyOutput]) -> None:
+    params, key = params_for(c4, logits={0: 1.0, 5: -1.0}), jax.random.PRNGKey(3)
+    ours = search(GUMBEL, c4, constant_evaluator, params, key, roots)
+
+    @jax.jit
+    def with_mctxs_default(params: dict[str, jax.Array], key: jax.Array, roots: GameState) -> mctx.PolicyOutput:
+        root, recurrent_fn, invalid = search_inputs(c4, constant_evaluator, params, roots)
+        return gumbel_muzero_policy(params, key, root, recurrent_fn, GUMBEL.num_simulations, invalid,
+                                    qtransform=mctx.qtransform_completed_by_mix_value)
+
+    theirs = with_mctxs_default(params, key, roots)
+    assert np.asarray(ours.action_weights).tobytes() == np.asarray(theirs.action_weights).tobytes()
+    assert np.asarray(ours.action).tobytes() == np.asarray(theirs.action).tobytes()
+
+
+def test_gumbels_c_scale_sets_how_far_the_improved_policy_leans_from_the_prior_to_the_searched_win(
+        c4: Game, roots: GameState, search: Callable[..., mctx.PolicyOutput]) -> None:
+    params, key = params_for(c4, logits={0: 2.0}), jax.random.PRNGKey(0)  # the prior prefers column 1, not the win
+    weights = {c: np.asarray(search(dataclasses.replace(GUMBEL, gumbel_c_scale=c), c4, constant_evaluator, params, key,
+                                    roots).action_weights[0]) for c in (0.0, 0.02, 0.1)}
+    prior = np.asarray(jax.nn.softmax(mask_logits(params["logits"][None], roots.legal_action_mask[:1])))[0]
+    np.testing.assert_allclose(weights[0.0], prior, rtol=1e-6)  # sigma = 0: the target is the prior
+    assert weights[0.0][WIN_COL] < weights[0.02][WIN_COL] < weights[0.1][WIN_COL]
+    assert search_spec(Config(gumbel_c_visit=10, gumbel_c_scale=0.03), training=True).gumbel_c_scale == 0.03
 
 
 def test_eval_search_changes_only_the_players_search() -> None:
