@@ -7,7 +7,8 @@
 
 Agents:
   * `PATH[:N][:key=value,...]`: a run directory or exported model searching N simulations
-    (default `--simulations`); keys `n_scl` (0 = off) and `search` (puct / gumbel);
+    (default `--simulations`); keys `n_scl` (0 = off), `search` (puct / gumbel) and `considered` (the
+    Gumbel root's `max_num_considered_actions`: the moves its sequential halving starts from);
   * `policy:PATH`: the raw policy; `random`; `mcts:N` (rollout MCTS); `material` (chess: one ply of
     material, the move that captures the most);
   * `gtp:COMMAND ...`: a GTP program (any game whose notation it speaks; GNU Go for Go, or

@@ -174,9 +174,11 @@ class Engine:
     clock: Callable[[], float] = staticmethod(time.perf_counter)  # seconds; tests set a fake clock
 
     @classmethod
-    def from_checkpoint(cls, path: str, **kwargs: Any) -> Engine:
+    def from_checkpoint(cls, path: str, *, config_overrides: dict[str, Any] | None = None, **kwargs: Any) -> Engine:
+        """The engine of a checkpoint or exported model; `config_overrides` replace config fields first (e.g. the
+        Gumbel root's `max_num_considered_actions`)."""
         config, params = load_model(path)
-        return cls(config, params, **kwargs)
+        return cls(config.replace(**(config_overrides or {})), params, **kwargs)
 
     # ----- settings
 

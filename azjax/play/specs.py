@@ -5,7 +5,8 @@
 
 Specs:
   * `PATH[:N][:key=value,...]`: a run directory or exported model searching N simulations
-    (default `simulations`); keys `n_scl` (0 = off) and `search` (puct / gumbel);
+    (default `simulations`); keys `n_scl` (0 = off), `search` (puct / gumbel) and `considered` (Gumbel's
+    `max_num_considered_actions`);
   * `policy:PATH`: the raw policy; `random`; `mcts:N` (rollout MCTS); `material` (chess: one ply of
     material, the move that captures the most);
   * `gtp:COMMAND ...`: a GTP program; `uci:COMMAND[:key=value,...]`: a UCI chess program, keys `skill`
@@ -41,6 +42,7 @@ class ArenaAgent:
     visits: int = 0
     n_scl: int | None = None
     search: str | None = None
+    considered: int | None = None  # checkpoint agents: the Gumbel root's max_num_considered_actions, if overridden
 
     @property
     def external(self) -> bool:
@@ -112,7 +114,7 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
     if spec.startswith("uci:"):
         return _uci_agent(name, spec), "chess"
     # JAX agents: checkpoints with optional `:N` and `:key=value,...` suffixes
-    spec_n_scl = spec_search = None
+    spec_n_scl = spec_search = spec_considered = None
     base = spec
     if _has_options(base):
         base, tail = base.rsplit(":", 1)
@@ -123,8 +125,12 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
                 spec_n_scl = int(v)
             elif k == "search":
                 spec_search = v
+            elif k == "considered":
+                if not v.isdigit() or int(v) < 1:
+                    raise ValueError(f"considered needs an integer >= 1, got {v!r}")
+                spec_considered = int(v)
             else:
-                raise ValueError(f"unknown checkpoint option {k!r} in {spec!r} (n_scl, search)")
+                raise ValueError(f"unknown checkpoint option {k!r} in {spec!r} (n_scl, search, considered)")
     if base == "material":
         if game_name not in (None, "chess"):
             raise ValueError(f"agent 'material' plays chess, not {game_name}")
@@ -158,6 +164,8 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
         config = config.replace(eval_search=search)
     if n_scl is not None:  # an override of the checkpoint's n_scl (0: off)
         config = config.replace(n_scl=n_scl)
+    if spec_considered is not None:  # the Gumbel root's considered moves, for this player only
+        config = config.replace(max_num_considered_actions=spec_considered)
     game = board_game(config)
     label = Path(path).name
     if policy:
@@ -165,9 +173,11 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
         return ArenaAgent(name=name or f"{label}:policy", spec=spec, kind="jax",
                           agent=dataclasses.replace(agent, name=f"{label}:policy")), config.game
     agent = agents.network_agent(config, game, params, num_simulations=visits)
-    label += f":{visits}" + (f":n_scl={spec_n_scl}" if spec_n_scl else "") + (f":{spec_search}" if spec_search else "")
-    return ArenaAgent(name=name or label, spec=spec, kind="jax", agent=dataclasses.replace(agent, name=label),
-                      checkpoint=path, visits=visits, n_scl=n_scl, search=search), config.game
+    label += (f":{visits}" + (f":n_scl={spec_n_scl}" if spec_n_scl else "") + (f":{spec_search}" if spec_search else "")
+              + (f":considered={spec_considered}" if spec_considered else ""))
+    player = ArenaAgent(name=name or label, spec=spec, kind="jax", agent=dataclasses.replace(agent, name=label),
+                        checkpoint=path, visits=visits, n_scl=n_scl, search=search, considered=spec_considered)
+    return player, config.game
 
 
 def require_jax_agent(spec: str, game_name: str, simulations: int) -> ArenaAgent:

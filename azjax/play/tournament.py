@@ -137,8 +137,9 @@ class HostPlayer:
     def start(self) -> None:
         a = self.agent
         if a.checkpoint is not None and self.engine is None:
+            overrides = {} if a.considered is None else {"max_num_considered_actions": a.considered}
             self.engine = Engine.from_checkpoint(a.checkpoint, visits=a.visits, n_scl=a.n_scl, search=a.search,
-                                                 seed=self.seed)
+                                                 seed=self.seed, config_overrides=overrides)
         if a.kind == "gtp" and self.client is None:
             self.client = GTPClient(a.argv, name=a.name)
         elif a.kind == "uci" and self.client is None:

@@ -13,6 +13,7 @@ import pytest
 
 from azjax.build import init_params, make_network
 from azjax.config import Config
+from azjax.engines.engine import Engine
 from azjax.games import GameState, chess_state_from_fen, make_game
 from azjax.play import arena
 from azjax.play.agents import (
@@ -177,6 +178,17 @@ def test_the_material_agent_takes_the_most_valuable_piece_and_plays_only_legal_m
 
 
 # ---------------------------------------------------------------- network agents
+
+
+def test_a_checkpoint_agent_takes_the_gumbel_roots_considered_moves_from_its_spec(c4_quick_untrained):
+    player, game = parse_agent(f"{c4_quick_untrained}:8:considered=3", None, 64)
+    assert game == "connect_four" and player.considered == 3 and player.name.endswith(":8:considered=3")
+    # Host games (against GTP and UCI programs) play it through an engine with the same override.
+    engine = Engine.from_checkpoint(str(c4_quick_untrained), config_overrides={"max_num_considered_actions": 3})
+    assert engine.spec().max_num_considered_actions == 3
+    assert parse_agent(f"{c4_quick_untrained}:8", None, 64)[0].considered is None
+    with pytest.raises(ValueError, match="considered needs an integer >= 1, got '0'"):
+        parse_agent(f"{c4_quick_untrained}:8:considered=0", None, 64)
 
 
 def test_untrained_network_agents_play_legal_moves(c4):
