@@ -5,7 +5,7 @@
 # player and Stockfish at UCI_Elo 1350 (40 games each, 2 random opening plies, colours alternating), and reads
 # its values a queen up and a queen down (results/arena/chess/material_positions.txt). Writes:
 #   $OUT/{config.json,metrics.csv,curves.png,train_log.txt,command.txt}, $OUT/model/ (the exported network)
-#   $OUT/arena/{results.json,games/}, $OUT/material_values.jsonl
+#   $OUT/arena/{results.json,games/,endings.json}, $OUT/material_values.jsonl
 # Arguments are passed on to `azjax train` (a variant: `OUT=... bash scripts/chess_hour.sh --n_scl 5`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,3 +26,4 @@ azjax analyze --checkpoint "$OUT/model" --visits 64 --positions results/arena/ch
 azjax arena "$OUT/model:64" random material \
   "stockfish-elo1350=uci:$STOCKFISH:UCI_LimitStrength=true,UCI_Elo=1350,movetime=100" \
   --gauntlet --games 40 --random_opening_plies 2 --out_dir "$OUT/arena"
+python scripts/chess_endings.py "$OUT/arena"

@@ -246,11 +246,11 @@ HEADLINE_ROWS: list[tuple[str, str, str, list[tuple[str, str]]]] = [
      "GNU Go level 1 (komi 7.5, 40 games, 128 simulations)",
      [("results/go_9x9/sai_pooled_from_7x7/arena_komi7.5/results.json", "gnugo-l1")]),
     ("Chess",
-     "`hour` preset: 616 steps in [65 minutes](results/chess_hour/proportional/train_log.txt), 2 CPU cores "
-     "shared with tests",
-     "one-ply material player / random play (40 games each, 64 simulations)",
-     [("results/chess_hour/proportional/arena/results.json", "material"),
-      ("results/chess_hour/proportional/arena/results.json", "random")]),
+     "`hour` preset (Lc0's win/draw/loss head, random openings): 567 steps in "
+     "[65 minutes](results/chess_hour/wdl_random_openings/train_log.txt), 2 CPU cores",
+     "one-ply material player / random play (40 games each, 64 simulations, chess's own rules)",
+     [("results/chess_hour/wdl_random_openings/arena/results.json", "material"),
+      ("results/chess_hour/wdl_random_openings/arena/results.json", "random")]),
 ]
 
 

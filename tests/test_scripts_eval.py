@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+import chess
+import chess.pgn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -327,6 +329,31 @@ def test_a_resumed_variants_sweep_keeps_the_runs_it_has_and_refuses_one_graded_d
     assert set(summary["table"]) == {"alphazero", "contempt_5"}
     with pytest.raises(SystemExit, match="--num_steps 2, not 3"):
         variants.main([*argv[:6], "3", *argv[7:]])
+
+
+def test_chess_endings_counts_how_each_pairings_games_ended_from_the_first_agents_side(tmp_path):
+    endings = load_script("chess_endings")
+    arena = tmp_path / "arena"
+    (arena / "games").mkdir(parents=True)
+    (arena / "results.json").write_text(json.dumps({"pairings": [{"name_a": "model:64", "name_b": "random"}]}))
+
+    def save(number: int, white: str, black: str, moves: str) -> None:
+        board = chess.Board()
+        for move in moves.split():
+            board.push_uci(move)
+        game = chess.pgn.Game.from_board(board)
+        game.headers.update(White=white, Black=black, Result=board.result(claim_draw=True))
+        (arena / "games" / f"00_model_64_vs_random_{number:04d}.pgn").write_text(str(game))
+
+    save(0, "random", "model:64", "f2f3 e7e5 g2g4 d8h4")  # Fool's mate: the model, Black, mates
+    # The model (White) takes the queen, then both knights shuffle until the position has come three times.
+    save(1, "model:64", "random", "e2e4 e7e5 d1h5 d8g5 h5g5 " + "b8c6 g1f3 c6b8 f3g1 " * 2)
+    assert endings.main([str(arena)]) == 0
+    (row,) = json.loads((arena / "endings.json").read_text())["pairings"]
+    assert row["endings"] == {"checkmate win": 1, "threefold_repetition draw": 1}
+    assert row["material_lead_of_a_at_the_end"] == {"median": 4.5, "min": 0, "max": 9}
+    assert row["draws_with_a_ahead_by_9_or_more"] == 1
+
 
 
 @pytest.mark.slow
