@@ -47,6 +47,8 @@ MEASURES: dict[str, str] = {
     "pons_coverage.py": "errors on Pons' sets, split by whether the run's self-play reached each position",
     "pons_values.py": "values of Pons' positions grouped by their perfect-play result, with the win-loss AUC",
     "sai_7x7.py": "a 7x7 SAI training run: the empty-board estimate of Black's board lead over time",
+    "time_tests.py": "wall time of the test suite or its fast tier, with pytest's summary line",
+    "chess_endings.py": "how an arena's chess games ended, and the material lead at the end",
     "tree_reuse_match.py": "an engine with tree reuse against the same engine without, at an equal time per move",
     "sai_komi_curve.py": "a SAI model's self-play score against komi, with a fitted sigmoid beside the network's",
     "variants_connect_four.py": "method variants trained alike and graded on Pons' sets (area under the error curve)",
@@ -158,6 +160,8 @@ HEADLINES: list[tuple[tuple[str, ...], Callable[[dict[str, Any]], str]]] = [
     (("bytes_per_device", "num_devices"), plan_headline),
     (("rows", "search", "command"), eval_cache_headline),
     (("seconds_per_move", "reuse_on", "reuse_off"), tree_reuse_headline),
+    (("tier", "summary", "wall_seconds"), lambda d: f"{d['summary']}, {d['wall_seconds']:.0f} s wall on "
+                                                     f"{d['cpu_cores']} cores"),
 ]
 
 

@@ -18,6 +18,7 @@ def _mappings() -> int:
     return len(MAPS.read_text().splitlines())
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not MAPS.exists(), reason="counts the process's memory mappings in /proc (Linux)")
 def test_clearing_jax_caches_gives_back_the_memory_mappings_that_compiled_programs_hold():
     """Why conftest clears JAX's caches after every module: compiled programs keep memory mappings until dropped

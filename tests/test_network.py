@@ -32,6 +32,7 @@ def _constant_head(params):
     return flax.traverse_util.unflatten_dict(flat)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("game", ["go_9x9", "chess"])
 def test_value_head_output_varies_across_positions_after_a_short_run(game: str, tiny_overrides: dict,
                                                                        chess_tiny_overrides: dict) -> None:
@@ -217,6 +218,7 @@ def _pooled(game: str, **overrides: object) -> tuple[object, object]:
     return make_network(config, g), g
 
 
+@pytest.mark.slow
 def test_with_global_pooling_one_networks_parameters_play_every_go_board_size() -> None:
     from azjax.train.warm_start import layers_to_copy
 

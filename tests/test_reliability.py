@@ -60,6 +60,7 @@ def engine_argv(kind: str, model: Path) -> list[str]:
 # ---------------------------------------------------------------- fuzzing through a pipe
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("game, lines", [("connect_four", 200), ("go_9x9", 100)])
 def test_gtp_answers_every_malformed_line_with_a_well_formed_reply(models, game, lines):
     report = fuzz_gtp(engine_argv("gtp", models[game]), game, lines, seed=1, timeout=180, env=engine_env(),
@@ -278,6 +279,7 @@ def test_results_json_is_merged_by_key_not_overwritten(tmp_path):
 # ---------------------------------------------------------------- damaged checkpoints, kills
 
 
+@pytest.mark.slow
 def test_resume_skips_a_damaged_newest_checkpoint_and_matches_an_uninterrupted_run(tmp_path, tiny_overrides,
                                                                                    capsys):
     from azjax.train import METRIC_COLUMNS
@@ -316,6 +318,7 @@ def test_resume_skips_a_damaged_newest_checkpoint_and_matches_an_uninterrupted_r
     assert all(checkpointer.check(s) is None for s in checkpointer.manager.all_steps())
 
 
+@pytest.mark.slow
 def test_a_checkpoint_resumes_only_on_the_device_count_that_wrote_it(tmp_path, tiny_overrides):
     run = tmp_path / "run"
     train(Config(game="connect_four", **{**tiny_overrides, "checkpoint_every": 1}), run, progress=False, stop_after=1)

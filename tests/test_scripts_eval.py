@@ -128,6 +128,7 @@ def test_value_by_result_orders_won_above_lost_positions_only_for_a_value_that_k
     assert value_by_result(np.array([0.9, -0.5, 0, -0.2, -0.8, 0]), score)["win_loss_auc"] == 0.75
 
 
+@pytest.mark.slow
 def test_pons_values_script_writes_each_sets_values_by_result_and_the_command(tiny_model, tmp_path):
     out = tmp_path / "values.json"
     argv = [tiny_model, "--data", str(SAMPLE), "--sets", "begin_hard", "end_easy", "--search", "--out", str(out)]
@@ -271,6 +272,7 @@ def test_the_odds_giver_always_moves_second_and_results_are_from_its_view(game):
     assert row["losses"] == sum(g["moves"][0] == "7" for g in games) and row["draws"] == 0
 
 
+@pytest.mark.slow
 def test_contempt_odds_script_writes_cells_and_a_plot(tiny_model, tmp_path):
     out, png = tmp_path / "odds.json", tmp_path / "odds.png"
     argv = ["--checkpoint", tiny_model, "--opponent", "random", "--visits", "4", "--n_scl", "off", "28", "2",
@@ -367,6 +369,7 @@ def test_sgd_scan_bench_times_each_form_and_records_its_command(tmp_path):
         assert all(s > 0 for s in data[name]["seconds"].values()) and data[name]["rolled_over_separate"] > 0
 
 
+@pytest.mark.slow
 def test_go_rules_bench_times_both_rule_sets_and_records_its_command(tmp_path):
     out = tmp_path / "go_rules.json"
     assert load_script("bench_go_rules").main(["--sizes", "7", "--batches", "4", "--plies", "2", "--rounds", "1",

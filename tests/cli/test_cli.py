@@ -115,6 +115,7 @@ def test_bench_quick_writes_json_with_a_phase_breakdown_and_search_scaling(tmp_p
     assert data["command"].startswith("azjax bench --game connect_four --quick")
 
 
+@pytest.mark.slow
 def test_bench_times_a_win_draw_loss_network_given_as_a_config_flag(tmp_path):
     out = tmp_path / "bench.json"
     assert main(["bench", "--game", "connect_four", "--quick", "--n_scl", "0", "--value_head", "wdl",

@@ -24,6 +24,7 @@ STOCKFISH = shutil.which("stockfish") or shutil.which("stockfish", path="/usr/ga
 # ---------------------------------------------------------------- arena
 
 
+@pytest.mark.slow
 def test_arena_round_robin_jax_agents(models, tmp_path, capsys):
     c4 = str(models["connect_four"])
     openings = tmp_path / "openings.txt"
@@ -67,6 +68,7 @@ def test_arena_round_robin_jax_agents(models, tmp_path, capsys):
     assert "exited" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_arena_against_azjax_gtp_subprocess(models, tmp_path):
     """`azjax gtp` as a real subprocess (stdin/stdout) through the arena's GTP client, on Connect Four."""
     c4 = str(models["connect_four"])
@@ -80,6 +82,7 @@ def test_arena_against_azjax_gtp_subprocess(models, tmp_path):
     assert len(list((out / "games").glob("*.txt"))) == 2
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(GNUGO is None, reason="GNU Go is not installed (apt-get install gnugo)")
 def test_game_against_gnugo(models, tmp_path):
     out = tmp_path / "arena"
@@ -101,6 +104,7 @@ def test_game_against_gnugo(models, tmp_path):
         assert 0 < len(moves) <= 100 and moves[0][0] == "b"
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(STOCKFISH is None, reason="Stockfish is not installed (apt-get install stockfish)")
 def test_game_against_stockfish(models, tmp_path):
     out = tmp_path / "arena"

@@ -33,6 +33,7 @@ def test_a_clock_runs_out_only_past_its_time_and_adds_the_increment_after_each_m
     assert matches.parse_clock("60+1") == (60.0, 1.0) and matches.parse_clock("30") == (30.0, 0.0)
 
 
+@pytest.mark.slow
 def test_two_game_matches_against_stockfish_and_gnu_go_give_scores_and_elo_intervals(models, tmp_path):
     stockfish, gnugo = outside_program("stockfish"), outside_program("gnugo")
     out = tmp_path / "matches.json"

@@ -290,6 +290,7 @@ def uci_session(engine: Engine | EngineLoad, commands: list[str]) -> list[str]:
     return out.getvalue().splitlines()
 
 
+@pytest.mark.slow
 def test_uci_full_command_set(models):
     e = Engine.from_checkpoint(str(models["chess"]))
     lines = uci_session(e, [
@@ -381,6 +382,7 @@ def test_uci_answers_uci_before_the_network_is_loaded_and_isready_after(models):
     session.close()
 
 
+@pytest.mark.slow
 def test_uci_nps_counts_the_search_alone_not_loading_or_compiling(models):
     """A fake clock that jumps 100 s while the network loads and while a search compiles: the info line's nps is
     the visits over the search's own (fake) milliseconds."""
@@ -442,6 +444,7 @@ def test_a_checkpoint_that_fails_to_load_in_the_background_is_one_line_not_a_tra
         assert len(err.getvalue().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_engine_commands_start_fast_and_fail_in_one_line(models, tmp_path, capsys):
     """The real `azjax uci` / `azjax gtp`: a missing config fails at once; `uci` then `quit` during the load exits
     cleanly; a corrupt parameter file is one line on stderr, an error answer, and exit code 2."""
@@ -462,6 +465,7 @@ def test_engine_commands_start_fast_and_fail_in_one_line(models, tmp_path, capsy
 # ---------------------------------------------------------------- analyze
 
 
+@pytest.mark.slow
 def test_analyze_single_and_batched(models, tmp_path, capsys):
     go = str(models["go_9x9"])
     assert main(["analyze", "--checkpoint", go, "--moves", "D4 E5", "--top", "5"]) == 0

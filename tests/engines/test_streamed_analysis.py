@@ -58,6 +58,7 @@ def end_stream(session: Session, command: str) -> list[str]:
 # ---------------------------------------------------------------- GTP
 
 
+@pytest.mark.slow
 def test_lz_analyze_streams_growing_searches_until_the_next_command(models):
     engine = Engine.from_checkpoint(str(models["connect_four"]))
     session = Session(lambda inp, out: GTPEngine(engine, inp, out))
@@ -134,6 +135,7 @@ def test_analysis_without_an_interval_answers_once(models):
     assert " utility " in r[0] and " utility " not in r[1] and r[2].count("\n") == 1 and r[3] == "="
 
 
+@pytest.mark.slow
 def test_azjax_gtp_streams_through_a_pipe_and_exits_cleanly_after_quit(models):
     """The real `azjax gtp` as a GUI runs it: a stream ended by `name`, then `quit` while the GUI keeps the pipe open.
     The input is read in a daemon thread that is still blocked reading at exit: through sys.stdin's BufferedReader
@@ -265,6 +267,7 @@ def test_wdl_from_q_with_a_draw_share_keeps_q_and_caps_the_draw_at_what_q_allows
         assert (w - loss) / 1000 == pytest.approx(q, abs=2e-3)
 
 
+@pytest.mark.slow
 def test_uci_shows_the_draw_probability_of_a_win_draw_loss_network(tmp_path):
     from conftest import random_params
 

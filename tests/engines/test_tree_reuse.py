@@ -49,6 +49,7 @@ def _most_visited_path(tree: mctx.Tree, plies: int) -> tuple[list[int], int]:
     return actions, node
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["puct", "gumbel"])
 def test_with_nothing_to_keep_the_reusing_engine_searches_as_the_engine_without_reuse_bit_for_bit(params, kind):
     config = CONFIG.replace(search=kind)
@@ -63,6 +64,7 @@ def test_with_nothing_to_keep_the_reusing_engine_searches_as_the_engine_without_
             e.position.play_action(a.best_action)
 
 
+@pytest.mark.slow
 def test_after_a_move_and_a_reply_the_search_starts_from_the_subtree_s_statistics_exactly(params):
     engine = Engine(CONFIG, params)
     engine.search()
@@ -84,6 +86,7 @@ def test_after_a_move_and_a_reply_the_search_starts_from_the_subtree_s_statistic
     assert result.net_value == before.raw_values[0, node]
 
 
+@pytest.mark.slow
 def test_growing_a_kept_tree_in_place_gives_a_valid_tree_with_the_old_nodes_first(params):
     """An analysis that doubles its visits (UCI `go infinite`, GTP `lz-analyze`) grows one tree."""
     engine = Engine(CONFIG, params)

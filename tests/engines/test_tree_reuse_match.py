@@ -27,6 +27,7 @@ def gumbel_7x7(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_a_two_game_match_scores_reuse_on_against_off_and_keeps_both_sides_within_the_time_per_move(gumbel_7x7,
                                                                                                      tmp_path):
     out = tmp_path / "tree_reuse.json"

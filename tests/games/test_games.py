@@ -390,6 +390,7 @@ def _check_same(game: Chess, state: GameState, board: chess.Board, en_passant: s
     assert _uci_moves(game, state) == {m.uci() for m in board.legal_moves}, fen
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("start", ["queen_odds", "rook_odds", "knight_odds", "standard"])
 def test_chess_odds_starts(start: str) -> None:
     game = make_game("chess", start=start)
@@ -480,6 +481,7 @@ SPECIAL_FENS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(SPECIAL_FENS))
 def test_chess_special_positions(chess_step: Step, name: str) -> None:
     """Legal moves from constructed positions, and the position after each of them, match python-chess.

@@ -26,6 +26,7 @@ def _random_games(env, key, num_games: int, plies: int):  # noqa: ANN001, ANN202
     return jax.lax.scan(body, states, jax.random.split(key, plies))[1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [7, 9])
 def test_random_games_give_pgx_s_states_masks_observations_and_rewards(size):
     ours, theirs = go_env(size), pgx.go.Go(size=size, komi=0.0)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from azjax.cli import main
 from azjax.train import load_metrics
 
@@ -18,6 +20,7 @@ SWITCHES = ["--start_state_prob", "0.5", "--archive", "search", "--archive_kind"
             "--fast_simulations", "2", "--random_opening_plies", "3"]
 
 
+@pytest.mark.slow
 def test_the_methods_train_together_and_report_their_measures(tmp_path):
     run = tmp_path / "run"
     assert main(["train", "--game", "connect_four", "--run_dir", str(run), "--no-progress", *TINY, *SWITCHES]) == 0

@@ -161,6 +161,7 @@ def play_to_the_end(game, key: jax.Array, n: int):  # noqa: ANN001, ANN201
     return jax.jit(lambda s: jax.lax.fori_loop(0, game.max_moves + 2, move, (s, jnp.zeros(n))))(states)
 
 
+@pytest.mark.slow
 def test_score_target_is_the_margin_that_decides_z_and_ownership_is_player_zeros_view():
     game = make_game("go_7x7")
     final, z = play_to_the_end(game, jax.random.key(3), 32)
@@ -241,6 +242,7 @@ def learning_batch(n: int) -> tuple[jax.Array, dict[str, jax.Array]]:
     return states.observation, {"ownership": ownership * mover[:, None].astype(jnp.int8), "score": score * mover}
 
 
+@pytest.mark.slow
 def test_the_heads_learn_targets_that_no_constant_output_meets():
     """Some steps of the real optimizer on a fixed batch lower both auxiliary losses below what the best constant
     output (each point's mean target; the mean score) reaches: a head that outputs a constant fails this."""

@@ -68,6 +68,7 @@ def test_forced_playouts_formula() -> None:
     np.testing.assert_allclose(n, np.sqrt(2 * np.array([[0.5, 0.3, 0.2]]) * 17), rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_off_equals_plain_mctx() -> None:
     """k = 0 is mctx.muzero_policy; so is k > 0 while no child is ever forced (n_forced < 1 <= N(c)), which
     checks that the forced path repeats mctx's noise, search and sampling exactly."""
@@ -193,6 +194,7 @@ def _connect_four_search_policies():
     return game, w, evaluate, states, spec, FullSearch(spec, game, evaluate)
 
 
+@pytest.mark.slow
 def test_playout_caps_at_full_prob_one_search_as_alphazero_does_bit_for_bit() -> None:
     game, w, evaluate, states, spec, full = _connect_four_search_policies()
     capped = pc.PlayoutCapSearch(spec, game, evaluate, full_prob=1.0, fast_simulations=2)
@@ -202,6 +204,7 @@ def test_playout_caps_at_full_prob_one_search_as_alphazero_does_bit_for_bit() ->
     assert bool(ours.trained.all()) and bool(az.trained.all())
 
 
+@pytest.mark.slow
 def test_playout_caps_search_fully_with_probability_p_and_train_on_those_moves_only() -> None:
     from azjax import replay as rb
 
@@ -234,6 +237,7 @@ def test_forced_playouts_give_the_pruned_policy_target() -> None:
         pc.PlayoutCapSearch(spec.__class__(kind="gumbel"), game, evaluate, 1.0, 2, forced_k=2.0)
 
 
+@pytest.mark.slow
 def test_playout_caps_compose_with_search_contempt() -> None:
     """The fast search's contempt tree (its per-node depth and frozen counts too) is padded to the full one's
     shape, so the two can share a `lax.cond`."""

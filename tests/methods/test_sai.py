@@ -142,6 +142,7 @@ def margin_search(go7: Game):
     return a_action, b_action, searches
 
 
+@pytest.mark.slow
 def test_sensible_agent_prefers_the_larger_winning_margin(go7: Game, margin_search) -> None:
     a_action, b_action, searches = margin_search
     roots = jax.vmap(lambda k: go7.init(k, 9.5))(jax.random.split(jax.random.key(0), 2))
@@ -340,6 +341,7 @@ def _record_synthetic_games(go7: Game, b: int, t: int, k: int, p: float):
     return points, alpha_black
 
 
+@pytest.mark.slow
 def test_branching_rate_and_komi(go7: Game) -> None:
     """Each position is drawn with probability C_branch and at most K per game are kept, each with komi
     0.5 + floor(alpha_black): the number kept per game follows min(Binomial(T, C), K) (chi-square), the number
@@ -448,6 +450,7 @@ def test_sai_config_validation() -> None:
 
 
 
+@pytest.mark.slow
 def test_sai_loop_trains_with_komi_per_game_and_branches(sai_tiny_overrides: dict) -> None:
     from azjax.train.loop import Trainer
 
@@ -515,6 +518,7 @@ def test_tiny_sai_cli_config_is_the_loop_tests_config(sai_tiny_overrides: dict) 
     assert preset("go_7x7", "sai", **overrides(args)).replace(**{k: getattr(want, k) for k in host_only}) == want
 
 
+@pytest.mark.slow
 def test_cli_train_and_analyze_sai(tmp_path, capsys) -> None:
     from azjax.cli import main
 
@@ -539,6 +543,7 @@ def test_cli_train_and_analyze_sai(tmp_path, capsys) -> None:
     assert "plays go_7x7, not go_9x9" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_sai_7x7_script_end_to_end(tmp_path) -> None:
     out = tmp_path / "sai_7x7.json"
     cmd = [sys.executable, str(ROOT / "scripts" / "sai_7x7.py"), "--steps", "8", "--minutes", "30",
@@ -580,6 +585,7 @@ def test_komi_curve_fit_puts_a_clean_drop_between_the_komis_where_it_happens() -
     assert low < 9.0 < high
 
 
+@pytest.mark.slow
 def test_komi_curve_script_plays_each_komi_and_writes_the_fit_beside_the_nets_sigmoid(tmp_path) -> None:
     from azjax.build import init_params, make_network
     from azjax.checkpoint import save_config, save_params

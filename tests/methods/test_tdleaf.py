@@ -92,6 +92,7 @@ def _evaluate(params, states):
     return y[:, :-1], jnp.tanh(y[:, -1])
 
 
+@pytest.mark.slow
 def test_principal_variation_on_real_searches_matches_the_leaf_state() -> None:
     """On Connect Four searches from late positions (terminal leaves appear), the PV value equals the leaf
     state's own evaluation, or its terminal reward, seen by the root's player: an outside check that reads the

@@ -35,6 +35,7 @@ def test_the_expected_score_is_the_win_probability_less_the_loss_probability():
     np.testing.assert_allclose(expected_score(logits), [0.6, -0.7, 0.0], atol=1e-6)
 
 
+@pytest.mark.slow
 def test_the_network_ends_its_value_head_in_three_logits_and_the_search_reads_their_expected_score():
     config = preset("chess", value_head="wdl", **SMALL)
     net = make_network(config, GAME)
@@ -69,6 +70,7 @@ def test_the_value_loss_is_the_cross_entropy_of_the_three_classes_against_the_ta
     assert float(certain_draw) < 1e-4 < 10 < float(coin_flip)
 
 
+@pytest.mark.slow
 def test_the_loop_loss_reads_the_head_and_logs_its_draw_probability(tiny_overrides):
     config = preset("connect_four", **{**tiny_overrides, "value_head": "wdl"})
     trainer = Trainer(config, devices=jax.devices()[:1])

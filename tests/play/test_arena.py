@@ -158,6 +158,7 @@ def test_agent_factories_share_act(c4):
     assert random_agent(c4).act is random_agent(c4, name="other").act
 
 
+@pytest.mark.slow
 def test_the_material_agent_takes_the_most_valuable_piece_and_plays_only_legal_moves():
     game = make_game("chess")
     # White can take a pawn (exd5) or the queen (Bxg5); one ply of material takes the queen.
@@ -191,6 +192,7 @@ def test_a_checkpoint_agent_takes_the_gumbel_roots_considered_moves_from_its_spe
         parse_agent(f"{c4_quick_untrained}:8:considered=0", None, 64)
 
 
+@pytest.mark.slow
 def test_untrained_network_agents_play_legal_moves(c4):
     config = Config(num_blocks=1, num_channels=8, num_simulations=4, max_num_considered_actions=4)
     net = make_network(config, c4)

@@ -89,6 +89,7 @@ def _uniform_evaluator(params, states):
     return jnp.zeros(legal.shape, jnp.float32), jnp.zeros(legal.shape[:1], jnp.float32)
 
 
+@pytest.mark.slow
 def test_temperature_agent_matches_search():
     """tau = 0 plays the search's most-visited move; n_scl from the params acts like the static n_scl."""
     from azjax.games import make_game
@@ -192,6 +193,7 @@ def test_adjudicate_by_material(material_states):
 # ---------------------------------------------------------------- scripts end to end
 
 
+@pytest.mark.slow
 def test_contempt_sweep_checkpoint_cli(c4_quick_untrained, tmp_path):
     out, png = tmp_path / "sweep.json", tmp_path / "sweep.png"
     cmd = [sys.executable, str(ROOT / "scripts" / "contempt_sweep.py"), "--checkpoint", str(c4_quick_untrained),
@@ -212,6 +214,7 @@ def test_contempt_sweep_checkpoint_cli(c4_quick_untrained, tmp_path):
     assert png.stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_contempt_sweep_chess_material(tmp_path):
     sweep = load_script("contempt_sweep")
     out = tmp_path / "sweep.json"
@@ -228,6 +231,7 @@ def test_contempt_sweep_chess_material(tmp_path):
         assert {"wins", "draws", "losses", "decisive_ratio", "threshold_pawns"} <= set(r["adjudicated"])
 
 
+@pytest.mark.slow
 def test_odds_match_search_opponent(tmp_path):
     odds = load_script("odds_match")
     out = tmp_path / "odds.json"
@@ -248,6 +252,7 @@ def test_odds_match_search_opponent(tmp_path):
         assert {"wins", "draws", "losses", "score", "threshold_pawns"} <= set(r["adjudicated"])
 
 
+@pytest.mark.slow
 def test_odds_match_stockfish(tmp_path):
     stockfish = outside_program("stockfish")
     odds = load_script("odds_match")

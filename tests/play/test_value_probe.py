@@ -60,6 +60,7 @@ def test_a_search_state_is_an_expanded_non_root_node_that_is_not_terminal():
         np.testing.assert_array_equal(np.asarray(found), [True, False])
 
 
+@pytest.mark.slow
 def test_the_probe_measures_both_losses_of_an_untrained_network():
     config = Config(game="connect_four", num_blocks=1, num_channels=8, eval_simulations=4, temperature_moves=4)
     game = make_game("connect_four")

@@ -108,6 +108,7 @@ def _assert_same_search(a: mctx.PolicyOutput, b: mctx.PolicyOutput) -> None:
 # ---------------------------------------------------------------- 1. exact reduction to plain mctx
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["puct", "gumbel"])
 def test_off_or_untriggered_equals_plain_mctx(kind):
     for seed in range(3):

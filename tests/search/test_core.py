@@ -55,6 +55,7 @@ def _selection(kind: str, num_simulations: int):
     return root, interior, mctx.GumbelMuZeroExtraData(root_gumbel=gumbel)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["puct", "gumbel"])
 @pytest.mark.parametrize("num_simulations,max_depth", [(48, None), (48, 3)])
 def test_the_search_builds_mctx_s_tree_bit_for_bit(kind, num_simulations, max_depth):

@@ -117,6 +117,7 @@ def _descendants(parents: np.ndarray, root: int) -> list[int]:
     return sorted(inside)
 
 
+@pytest.mark.slow
 def test_a_search_with_nothing_kept_is_the_plain_puct_search_bit_for_bit():
     states, plain = _first_search()
     empty = empty_like_search(plain.search_tree)
@@ -204,6 +205,7 @@ def test_a_root_kept_in_place_keeps_its_prior_and_a_full_budget_adds_nothing():
 # ---------------------------------------------------------------- Gumbel MuZero: the root afresh, its children kept
 
 
+@pytest.mark.slow
 def test_a_gumbel_search_with_nothing_kept_is_the_plain_gumbel_search_bit_for_bit():
     states = _roots()
     plain = _plain_gumbel(jax.random.PRNGKey(3), states)

@@ -118,6 +118,7 @@ def test_recurrent_fn_signs_and_terminals(c4: Game, roots: GameState) -> None:
     assert float(after.rewards[0, mover]) == 1.0 and float(after.rewards[0, 1 - mover]) == -1.0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["puct", "gumbel"])
 def test_a_finished_game_inside_the_tree_grows_no_chain_and_changes_no_real_statistic(c4: Game, roots: GameState,
                                                                                      kind: str) -> None:

@@ -47,6 +47,7 @@ def _cli(args: list[str], **env: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_every_command_prints_its_cache_directory_on_stderr_and_the_flag_turns_it_off(tmp_path):
     # `play` of a missing run stops at once (exit status 2), after the cache line.
     on = _cli(["play", str(tmp_path / "missing")], XDG_CACHE_HOME=str(tmp_path / "xdg"))

@@ -3,10 +3,13 @@ evaluations and a resume compile no new step (counted from JAX's own compile eve
 
 from __future__ import annotations
 
+import pytest
+
 from azjax.config import preset
 from azjax.tools.compile_watch import STEP_FUNCTION, CompileWatch, watch_run_and_resume
 
 
+@pytest.mark.slow
 def test_the_step_compiles_once_per_trainer_through_checkpoints_evaluations_and_a_resume(tmp_path, tiny_overrides):
     # Steps 1-3, then a resume for 4-6. Checkpoints at 2, 3 (the stop) and 4, 6; evaluations at 2, 4 and 6,
     # so step 3 only checkpoints and step 6 is the resumed trainer's second evaluation.
@@ -26,6 +29,7 @@ def test_the_step_compiles_once_per_trainer_through_checkpoints_evaluations_and_
     assert later <= {(0, 1), (0, 2)}, watch.by_function(after_first_step=True)
 
 
+@pytest.mark.slow
 def test_the_watch_sees_a_recompile(tiny_overrides):
     """The counter can fail: a step given a state of another dtype is built again, and counted."""
     from azjax.train.loop import Trainer

@@ -71,14 +71,17 @@ CONNECT_FOUR_TRAINS = {"moves_per_step": 8, "sgd_steps_per_step": 2}
 CHESS_TRAINS = {"adjudicate_plies": 12, "sgd_steps_per_step": 2}
 
 
+@pytest.mark.slow
 def test_connect_four_loop_matches_its_golden_run(tiny_overrides: dict) -> None:
     _check("loop_connect_four", _golden_loop(preset("connect_four", **{**tiny_overrides, **CONNECT_FOUR_TRAINS})))
 
 
+@pytest.mark.slow
 def test_sai_7x7_loop_matches_its_golden_run(sai_tiny_overrides: dict) -> None:
     _check("loop_go_7x7_sai", _golden_loop(preset("go_7x7", **sai_tiny_overrides)))
 
 
+@pytest.mark.slow
 def test_chess_loop_matches_its_golden_run(chess_tiny_overrides: dict) -> None:
     _check("loop_chess", _golden_loop(preset("chess", **{**chess_tiny_overrides, **CHESS_TRAINS})))
 

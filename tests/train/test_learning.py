@@ -115,6 +115,7 @@ def _c4_batch(trainer: Trainer) -> tuple[rb.Replay, float, float]:
     return _random_targets_batch(trainer, seed=0)
 
 
+@pytest.mark.slow
 def test_sgd_lowers_the_tanh_value_and_policy_losses_below_what_constant_heads_can_reach(tiny_overrides):
     trainer = _c4_trainer(tiny_overrides)
     replay, constant_value_loss, constant_policy_loss = _c4_batch(trainer)
@@ -138,6 +139,7 @@ def _pooled_go_batch(trainer: Trainer) -> tuple[rb.Replay, float, float]:
     return _random_targets_batch(trainer, seed=4)
 
 
+@pytest.mark.slow
 def test_sgd_teaches_the_pooled_heads_of_a_global_pooling_network_below_what_constant_heads_can_reach(
         tiny_overrides):
     trainer = _pooled_go_trainer(tiny_overrides)
@@ -175,6 +177,7 @@ def _sai_batch(trainer: Trainer) -> tuple[rb.Replay, float]:
     return _replay(trainer, obs, policy, jnp.asarray(z), {"kbar": jnp.asarray(kbar)}), komi_only_loss
 
 
+@pytest.mark.slow
 def test_sgd_teaches_the_sai_head_each_positions_lead_below_what_the_komi_alone_explains(sai_tiny_overrides):
     trainer = _sai_trainer(sai_tiny_overrides)
     replay, komi_only_loss = _sai_batch(trainer)
@@ -202,6 +205,7 @@ def _wdl_batch(trainer: Trainer) -> tuple[rb.Replay, float]:
     return replay, float(np.log(3.0))
 
 
+@pytest.mark.slow
 def test_sgd_teaches_the_win_draw_loss_head_each_positions_result_below_what_a_constant_head_can_reach(
         tiny_overrides):
     trainer = _wdl_trainer(tiny_overrides)
@@ -221,6 +225,7 @@ _HEADS = {  # head: (its trainer, its batch, the fixture of its tiny overrides)
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("head", list(_HEADS))
 def test_with_the_gradients_sign_flipped_the_same_sgd_steps_raise_the_loss(head: str,
                                                                           request: pytest.FixtureRequest) -> None:

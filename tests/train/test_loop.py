@@ -76,6 +76,7 @@ def test_value_targets_mix_outcome_and_the_searchs_q():
     np.testing.assert_allclose(targets(plain, 0.5), [1.0, 1.0])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("targets", [OutcomeTargets, lambda **kw: TDLeafTargets(lam=0.7, **kw)])
 def test_q_of_kind_root_is_the_roots_mean_value_and_of_kind_policy_the_policy_targets_value(targets):
     from azjax.methods.alphazero import Searched
@@ -94,6 +95,7 @@ def test_q_of_kind_root_is_the_roots_mean_value_and_of_kind_policy_the_policy_ta
     assert not np.allclose(root, policy)
 
 
+@pytest.mark.slow
 def test_loop_with_q_mixed_targets_stores_the_searchs_q(tiny_overrides):
     cfg = preset("connect_four", **tiny_overrides, value_target_q_weight=0.5)
     trainer = Trainer(cfg)
@@ -131,6 +133,7 @@ def test_loss_matches_hand_computation():
     assert float(info["value_head_active"]) == 0.5
 
 
+@pytest.mark.slow
 def test_outcomes_and_q_values_are_from_the_view_of_each_entrys_player_to_move(tiny_overrides):
     """In Connect Four the player who makes a game's last move never loses it: that entry's z is +1 (or 0 for a
     draw), the entry before it (the opponent's) has -z, and where the last mover won, the search that found
@@ -186,6 +189,7 @@ def test_step_plays_writes_and_learns(tiny_overrides):
     assert any(jax.tree.leaves(changed))
 
 
+@pytest.mark.slow
 def test_chess_self_play_with_material_adjudication_ends_games_at_the_cap_and_trains_on_material(
         chess_tiny_overrides):
     """Queen odds, adjudicated after 6 plies: every game ends by ply 6, nearly all won by Black (the side a
@@ -209,6 +213,7 @@ def test_chess_self_play_with_material_adjudication_ends_games_at_the_cap_and_tr
 SWITCHES_OVERRIDES = dict(moves_per_step=16, num_steps=3, replay_size=256)  # games end and SGD runs
 
 
+@pytest.mark.slow
 def test_every_method_at_its_off_values_is_alphazero_bit_for_bit(tiny_overrides):
     """Go-Exploit at lambda = 1 (a search-states archive still filled), TDLeaf at lambda = 1 (its lambda-return
     pass still run) and playout caps at p = 1: the loop's metrics and parameters are AlphaZero's, bit for bit."""
@@ -237,6 +242,7 @@ def _deterministic(rows):
     return [{k: r[k] for k in DETERMINISTIC} for r in rows]
 
 
+@pytest.mark.slow
 def test_resume_gives_the_same_metrics(tmp_path, tiny_overrides):
     # Games end and SGD runs from the second step: the checkpoint resumed from holds an optimizer state that moved.
     cfg = preset("connect_four", **{**tiny_overrides, "num_steps": 6, "checkpoint_every": 2, "moves_per_step": 8,
@@ -259,6 +265,7 @@ def test_resume_gives_the_same_metrics(tmp_path, tiny_overrides):
     assert (tmp_path / "cut" / "curves.png").exists()
 
 
+@pytest.mark.slow
 def test_resume_with_mismatched_config_fails_clearly(tmp_path, tiny_overrides):
     cfg = preset("connect_four", **{**tiny_overrides, "num_steps": 2})
     train(cfg, tmp_path / "run", progress=False)
@@ -309,6 +316,7 @@ SHARDED = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_sharded_step_on_four_cpu_devices():
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.run([sys.executable, "-c", SHARDED], capture_output=True, text=True, env=env, timeout=600)
@@ -316,6 +324,7 @@ def test_sharded_step_on_four_cpu_devices():
     assert "OK" in proc.stdout
 
 
+@pytest.mark.slow
 def test_the_weight_average_follows_the_trained_weights_and_is_what_the_run_gives_out(tmp_path, tiny_overrides):
     cfg = preset("connect_four", **{**tiny_overrides, **SWITCHES_OVERRIDES, "swa_decay": 0.75})
     trainer = Trainer(cfg)
@@ -338,6 +347,7 @@ def test_the_weight_average_follows_the_trained_weights_and_is_what_the_run_give
     assert any(jax.tree.leaves(jax.tree.map(lambda a, b: not np.allclose(a, b), exported, trained.params)))
 
 
+@pytest.mark.slow
 def test_sai_logs_the_empty_board_read_out_of_the_averaged_weights(sai_tiny_overrides):
     cfg = preset("go_7x7", "sai", **{**sai_tiny_overrides, "swa_decay": 0.5})
     trainer = Trainer(cfg)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from azjax.config import preset
 from azjax.train import load_metrics, train
@@ -50,6 +51,7 @@ def test_the_count_equals_the_distinct_positions_in_the_replay(tiny_overrides):
     assert sum(unique.by_depth()) == unique.total and unique.by_depth()[0] == 1  # one empty board
 
 
+@pytest.mark.slow
 def test_a_run_logs_distinct_positions_and_value_losses(tmp_path, tiny_overrides):
     cfg = preset("connect_four", **{**tiny_overrides, "num_steps": 2, "eval_every": 2, "eval_games": 2,
                                     "eval_simulations": 2, "eval_opponent_simulations": 2, "value_probe_games": 2})

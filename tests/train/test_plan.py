@@ -20,6 +20,7 @@ from azjax.train.plan import (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("game", ["connect_four", "go_9x9", "chess"])
 def test_the_estimate_from_shapes_is_within_a_quarter_of_xlas_memory_analysis(game: str) -> None:
     # Scaled down so each compiles in seconds; the replay, tree and SGD batch are each a real share.

@@ -112,6 +112,7 @@ def test_a_learning_rate_grid_computes_what_separate_runs_at_each_rate_compute(t
     assert not np.allclose(p0, p1), "both rates trained the same parameters"
 
 
+@pytest.mark.slow
 def test_every_run_axis_field_rides_one_program(tiny_overrides, sai_tiny_overrides):
     """Tracing only (no compile): every field the sweep puts on the run axis may be a traced value."""
     c4 = preset("connect_four", **tiny_overrides, search="puct", fast_simulations=2)
@@ -228,6 +229,7 @@ def test_a_sweep_that_will_not_fit_is_refused_before_compiling_naming_what_to_sh
     assert Sweep(configs).plan.runs == 2
 
 
+@pytest.mark.slow
 def test_resuming_a_stopped_sweep_gives_the_same_metrics(tmp_path, tiny_overrides):
     base = preset("connect_four", **{**tiny_overrides, **LEARNS, "num_steps": 4, "checkpoint_every": 2})
     runs = grid_runs(base, {"learning_rate": [1e-3, 3e-3]}, seeds=1)

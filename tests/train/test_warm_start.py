@@ -34,6 +34,7 @@ def _flat(params) -> dict[str, np.ndarray]:  # noqa: ANN001
             for path, x in jax.tree_util.tree_flatten_with_path(params)[0]}
 
 
+@pytest.mark.slow
 def test_a_9x9_network_takes_the_7x7_trunk_and_head_convolutions_and_keeps_fresh_dense_layers(model_7x7):
     config = preset("go_9x9", **TINY, init_from=str(model_7x7))
     fresh = Trainer(config).init(0).params
@@ -48,6 +49,7 @@ def test_a_9x9_network_takes_the_7x7_trunk_and_head_convolutions_and_keeps_fresh
     assert any("ResBlock_0" in p for p in report.copied) and any("policy_head" in p for p in report.copied)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("swa_decay", [0.0, 0.99])
 def test_a_warm_started_run_begins_with_the_models_trunk_and_says_what_it_copied(model_7x7, tmp_path, capsys,
                                                                                  swa_decay):
