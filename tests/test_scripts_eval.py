@@ -358,6 +358,15 @@ def test_chess_endings_counts_how_each_pairings_games_ended_from_the_first_agent
 
 
 
+def test_time_tests_reads_pytests_summary_line_and_refuses_output_without_one():
+    time_tests = load_script("time_tests")
+    output = "....F\n=== short test summary info ===\nFAILED tests/x.py::t\n==== 1 failed, 4 passed in 2.50s ====\n"
+    assert time_tests.summary_line(output) == "1 failed, 4 passed in 2.50s"
+    assert time_tests.summary_line("668 passed in 209.52s (0:03:29)") == "668 passed in 209.52s (0:03:29)"
+    with pytest.raises(SystemExit, match="no summary line"):
+        time_tests.summary_line("ERROR: usage: pytest [options]")
+
+
 @pytest.mark.slow
 def test_sgd_scan_bench_times_each_form_and_records_its_command(tmp_path):
     out = tmp_path / "sgd_scan.json"
