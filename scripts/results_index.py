@@ -26,6 +26,8 @@ INDEX = RESULTS / "README.md"
 README = ROOT / "README.md"
 TABLE_START = "<!-- the table is written by python scripts/results_index.py from the files its scores link to -->"
 TABLE_END = "<!-- end of the written table -->"
+GPU_TABLE_START = "<!-- the GPU table is written by python scripts/results_index.py from results/gpu/ -->"
+GPU_TABLE_END = "<!-- end of the written GPU table -->"
 
 # What a file measures, by the program that wrote it (an `azjax` subcommand or a script under scripts/).
 MEASURES: dict[str, str] = {
@@ -287,10 +289,32 @@ def headline_table() -> str:
     return "\n".join(rows)
 
 
+def gpu_table() -> str:
+    """README.md's table of self-play speed on lent GPUs: every `results/gpu/<device>/bench_full_*.json` row, and
+    the headlines a loan printed for games whose bench file was cut short (its `loan_*.json`)."""
+    rows = ["| device | game, `full` preset | self-play simulations/s | of the network-only ceiling "
+            "| of a plain mctx loop |", "| --- | --- | --- | --- | --- |"]
+    for device in sorted(p for p in (RESULTS / "gpu").glob("*") if p.is_dir()):
+        found: dict[str, tuple[dict[str, Any], str]] = {}
+        for path in sorted(device.glob("bench_full*.json")):
+            for r in json.loads(path.read_text())["results"]:
+                found[r["game"]] = (r, str(path.relative_to(ROOT)))
+        for path in sorted(device.glob("loan_*.json")):
+            for call in json.loads(path.read_text())["calls"]:
+                for r in call.get("bench_headlines", []):
+                    found.setdefault(r["game"], (r, str(path.relative_to(ROOT))))
+        for game, (r, path) in sorted(found.items()):
+            rows.append(f"| {device.name.replace('_', ' ')} | {game} | [{r['sims_per_s']:,.0f}]({path}) "
+                        f"| {r['ratio_vs_net_only']:.2f} | {r['ratio_vs_plain_loop']:.2f} |")
+    return "\n".join(rows)
+
+
 def readme_with_table(text: str) -> str:
-    """README.md's text with the part between its table markers rewritten."""
-    start, end = text.index(TABLE_START) + len(TABLE_START), text.index(TABLE_END)
-    return text[:start] + "\n" + headline_table() + "\n" + text[end:]
+    """README.md's text with the parts between its table markers rewritten."""
+    for begin, finish, table in ((TABLE_START, TABLE_END, headline_table), (GPU_TABLE_START, GPU_TABLE_END, gpu_table)):
+        start, end = text.index(begin) + len(begin), text.index(finish)
+        text = text[:start] + "\n" + table() + "\n" + text[end:]
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:

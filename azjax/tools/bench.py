@@ -445,6 +445,21 @@ def main(argv: list[str] | None = None) -> int:
     contempt_rows: list[dict[str, Any]] = []
     breakdown_rows: list[dict[str, Any]] = []
     device_rows: list[dict[str, Any]] = []
+    scaling_rows: list[dict[str, Any]] = []
+    out = Path(args.out)
+
+    def write() -> None:
+        """Writes what has been measured so far, so a run cut short (a lent GPU's time limit) keeps its rows."""
+        result = {"results": rows, "contempt": contempt_rows, "breakdown": breakdown_rows, "devices": device_rows,
+                  "search_scaling": scaling_rows, "machine": machine(),
+                  "command": shlex.join(["azjax", "bench", *argv]), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
+        # The headline keys at the top level, for the first game (Connect Four by default).
+        headline = ("sims_per_s", "net_only_evals_per_s", "plain_loop_sims_per_s", "ratio_vs_net_only",
+                    "ratio_vs_plain_loop")
+        result.update({k: rows[0][k] for k in headline} if rows else {})
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=2) + "\n")
+
     for g in games:
         overrides: dict[str, Any] = {}
         if args.quick:
@@ -461,20 +476,23 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps({k: device_rows[-1][k] for k in ("game", "devices", "step_s_one_device",
                                                                "step_s_all_devices", "speedup_all_devices")}),
                   flush=True)
+            write()
         if args.skip_loop:
             continue
         row = bench_game(g, config, rounds=1 if args.quick else args.rounds)
         print(json.dumps({k: row[k] for k in ("game", "sims_per_s", "net_only_evals_per_s", "plain_loop_sims_per_s",
                                               "ratio_vs_net_only", "ratio_vs_plain_loop")}), flush=True)
         rows.append(row)
+        write()
         if args.breakdown:
             breakdown_rows.append(bench_breakdown(g, config, rounds=1 if args.quick else args.rounds))
             print(json.dumps({"game": g, **breakdown_rows[-1]["share_of_phases"]}), flush=True)
+            write()
         if args.n_scl:
             for c in bench_contempt(g, config, args.n_scl, rounds=1 if args.quick else args.rounds):
                 print(json.dumps({k: c[k] for k in ("game", "n_scl", "sims_per_s")}), flush=True)
                 contempt_rows.append(c)
-    scaling_rows: list[dict[str, Any]] = []
+                write()
     if args.scaling:
         visits = [int(v) for v in args.scaling.split(",")]
         scaling_config, scaling_params = preset(games[0], args.preset), None
@@ -484,16 +502,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise ValueError(f"--scaling_model {args.scaling_model} plays {scaling_config.game}, not {games[0]}")
         scaling_rows = bench_search_scaling(games[0], scaling_config, visits, args.scaling_envs,
                                             rounds=1 if args.quick else args.rounds, params=scaling_params)
-    result = {"results": rows, "contempt": contempt_rows, "breakdown": breakdown_rows, "devices": device_rows,
-              "search_scaling": scaling_rows, "machine": machine(),
-              "command": shlex.join(["azjax", "bench", *argv]), "date": time.strftime("%Y-%m-%d %H:%M:%S")}
-    # The headline keys at the top level, for the first game (Connect Four by default).
-    headline = ("sims_per_s", "net_only_evals_per_s", "plain_loop_sims_per_s", "ratio_vs_net_only",
-                "ratio_vs_plain_loop")
-    result.update({k: rows[0][k] for k in headline} if rows else {})
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
+    write()
     print(f"wrote {out}")
     return 0
 

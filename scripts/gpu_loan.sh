@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# One call of a lent GPU (15 minutes of device time a session, 10 a command): run-book items, each under its own time
+# limit so the call ends by itself, packed into $OUT (at most 8 files come back). Run through the device tool as
+#   python3 -m pip download ... -d .whl pgx==2.6.0 mctx==0.0.71 svgwrite tensorboardX chess sgfmill   # here, once
+#   bash scripts/gpu_loan.sh bench_go_9x9:200 bench_chess:200 train_go_9x9:150                     # there, carry .whl
+# Items (SECONDS is the item's limit, compile included):
+#   bench_GAME:S   `azjax bench --preset full` of GAME with --breakdown --n_scl 28 (written after every row)
+#   train_GAME:S   GAME's `full` preset trained for S minus 90 seconds, then exported (params come back apart)
+#   plan_GAME:S    `azjax plan --preset full --compile` (XLA's memory analysis and the compile time)
+#   sweep:S        scripts/bench_sweep.py --seeds 8 --steps 20
+# The first loan (results/gpu/NVIDIA_H200/loan_2026-11-26.json) measured what each costs on an H200.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+RET=${OUT:-/tmp/gpu_loan_out}
+G=/tmp/gpu_loan; rm -rf "$G"; mkdir -p "$G" "$RET"
+if [ -d .whl ]; then  # the lent machine has jax, flax, optax, orbax, chex; pgx, mctx and the rest travel as wheels
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || exit 1
+  export PYTHONPATH=/tmp/site:$PWD
+fi
+if ! command -v azjax >/dev/null; then  # no editable install there: a shim for the console script, and `python`
+  mkdir -p /tmp/bin
+  printf '#!/bin/sh\nexec python3 -m azjax.cli "$@"\n' > /tmp/bin/azjax; chmod +x /tmp/bin/azjax
+  command -v python >/dev/null || ln -sf "$(command -v python3)" /tmp/bin/python
+  export PATH=/tmp/bin:$PATH
+fi
+export AZJAX_CACHE_DIR=${AZJAX_CACHE_DIR:-/tmp/jaxcache} PYTHONUNBUFFERED=1
+nvidia-smi > "$G/nvidia_smi.txt" 2>&1
+python3 -c "import jax, pgx, mctx; print(jax.__version__, jax.devices(), pgx.__version__)" 2>&1 | tee "$G/versions.txt"
+
+for item in "$@"; do
+  name=${item%%:*}; limit=${item##*:}; game=${name#*_}
+  start=$(date +%s)
+  echo "== $name ($limit s)" | tee -a "$G/items.log"
+  case "$name" in
+  bench_*) timeout "$limit" azjax bench --preset full --game "$game" --breakdown --n_scl 28 --rounds 1 \
+             --out "$G/bench_full_$game.json" ;;
+  train_*) timeout "$limit" azjax train --game "$game" --preset full --minutes "$(( (limit - 90) / 60 )).$(( ((limit - 90) % 60) * 10 / 60 ))" \
+             --log_every 1 --run_dir "runs/gpu_loan_$game" --no-progress \
+           && azjax export "runs/gpu_loan_$game" "$G/$game" && cp "runs/gpu_loan_$game/metrics.csv" "$G/$game/" \
+           && mv "$G/$game/params.msgpack" "$RET/params_$game.msgpack" ;;
+  plan_*)  timeout "$limit" azjax plan --game "$game" --preset full --compile --out "$G/plan_$game.json" ;;
+  sweep)   timeout "$limit" python3 scripts/bench_sweep.py --seeds 8 --steps 20 --out "$G/bench_sweep.json" ;;
+  *) echo "gpu_loan.sh: unknown item $name (bench_GAME, train_GAME, plan_GAME, sweep)" >&2 ;;
+  esac 2>&1 | grep -v cuda_timer | tee "$G/$name.log"
+  echo "$name: exit ${PIPESTATUS[0]} after $(( $(date +%s) - start )) s" | tee -a "$G/items.log"
+done
+tar czf "$RET/gpu_loan.tgz" -C /tmp gpu_loan
+ls -la "$RET"
