@@ -276,6 +276,7 @@ def search_spec(config: Config, *, training: bool, num_simulations: int | None =
         dirichlet_alpha=config.dirichlet_alpha,
         dirichlet_fraction=config.dirichlet_fraction if training else 0.0,
         n_scl=config.n_scl,
+        twofold_draws=config.twofold_draws,
     )
 
 

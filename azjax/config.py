@@ -64,6 +64,9 @@ class Config:
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25
     n_scl: int = 0  # search-contempt node limit (docs/methods.md section 1); 0 = off (plain search)
+    # Leela Chess Zero's two-fold draws (chess; docs/methods.md section 11): inside the search tree a position that
+    # occurred before is a draw, so a side ahead steers clear of repeating. The games themselves keep chess's rules.
+    twofold_draws: bool = False
     temperature_moves: int = 10  # tau = 1 for the first k moves of each trajectory, then greedy
     # value_head="tanh" = plain AlphaZero; "sai": SAI sigmoid-komi values (docs/methods.md section 2; Go only);
     # "wdl": Leela Chess Zero's win/draw/loss head (section 10): a draw is a class of its own, value P(win) - P(loss)
@@ -196,6 +199,9 @@ class Config:
                              f"got {self.adjudicate_result!r}")
         if self.n_scl < 0:
             raise ValueError(f"n_scl must be >= 0 (0 = off), got {self.n_scl}")
+        if self.twofold_draws and self.game != "chess":
+            raise ValueError(f"twofold_draws applies to chess only (Go forbids a repeated position, Connect Four "
+                             f"cannot repeat), not {self.game!r}")
         if self.colour_plane and self.game != "connect_four":
             raise ValueError(f"colour_plane applies to connect_four only ({self.game!r}'s observation has a "
                              "colour plane of its own)")

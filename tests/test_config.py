@@ -65,6 +65,7 @@ def test_preset_overrides_and_errors() -> None:
         ({"game": "go_9x9", "adjudicate_plies": 200}, "adjudicate_plies .* applies to chess only"),
         ({"game": "chess", "adjudicate_plies": 600}, "adjudicate_plies must be in"),
         ({"game": "chess", "adjudicate_plies": 200, "adjudicate_margin": 0.0}, "adjudicate_margin"),
+        ({"game": "go_9x9", "twofold_draws": True}, "twofold_draws applies to chess only"),
     ],
 )
 def test_bad_values_name_the_field(changes: dict[str, Any], field: str) -> None:

@@ -121,6 +121,11 @@ class Game:
         """Plays `action` for the player to move. A finished game stays as it is (zero rewards)."""
         return state.replace(env=self.env.step(state.env, action))
 
+    def draw_repetition(self, state: GameState) -> GameState:
+        """The game ended as a draw where its position occurred before (Lc0's two-fold rule, for search trees).
+        A game whose rules forbid or preclude repeating a position has nothing to end: the state as it is."""
+        return state
+
     def cut_short(self, state: GameState) -> Array:
         """bool [...]: the game ended at the move cap (`max_moves`, Go), not by the game's rules. Jittable; batched
         states give one value per game."""

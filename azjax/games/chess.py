@@ -115,6 +115,17 @@ class Chess(Game):
             )
         return state.replace(env=env)
 
+    def draw_repetition(self, state: GameState) -> GameState:
+        """Ends the game as a draw where the position (pgx's Zobrist hash: pieces, mover, castling, en passant)
+        occurred before in its history, a finished game as it is. One unbatched state."""
+        env = state.env
+        hashes = env._x.hash_history  # [513, 2], the current position's hash first, zeros before the game began
+        repeated = (hashes[1:] == hashes[0]).all(axis=-1).any()
+        draw = ~env.terminated & repeated
+        env = env.replace(terminated=env.terminated | draw, rewards=jnp.where(draw, 0.0, env.rewards),
+                          legal_action_mask=env.legal_action_mask | draw)  # pgx's convention for finished games
+        return state.replace(env=env)
+
     def start_position(self, komi: float = 0.0, fen: str | None = None) -> GameState:
         if fen is not None and fen != STANDARD_FEN:
             return GameState(env=chess_state_from_fen(fen), komi=jnp.float32(0.0))

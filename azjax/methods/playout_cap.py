@@ -233,7 +233,7 @@ class PlayoutCapSearch:
         if self.forced_k == 0:
             out = run_search(self.spec, self.game, self.evaluate, params, key, states)
             return out, out.action_weights
-        root, recurrent_fn, invalid = search_inputs(self.game, self.evaluate, params, states)
+        root, recurrent_fn, invalid = search_inputs(self.game, self.evaluate, params, states, self.spec.twofold_draws)
         s = self.spec
         out = forced_muzero_policy(params, key, root, recurrent_fn, s.num_simulations, invalid, k=self.forced_k,
                                    dirichlet_fraction=s.dirichlet_fraction, dirichlet_alpha=s.dirichlet_alpha,

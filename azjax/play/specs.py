@@ -5,8 +5,8 @@
 
 Specs:
   * `PATH[:N][:key=value,...]`: a run directory or exported model searching N simulations
-    (default `simulations`); keys `n_scl` (0 = off), `search` (puct / gumbel) and `considered` (Gumbel's
-    `max_num_considered_actions`);
+    (default `simulations`); keys `n_scl` (0 = off), `search` (puct / gumbel), `considered` (Gumbel's
+    `max_num_considered_actions`) and `twofold_draws` (1 / 0, chess: Lc0's two-fold draws in the search);
   * `policy:PATH`: the raw policy; `random`; `mcts:N` (rollout MCTS); `material` (chess: one ply of
     material, the move that captures the most);
   * `gtp:COMMAND ...`: a GTP program; `uci:COMMAND[:key=value,...]`: a UCI chess program, keys `skill`
@@ -42,7 +42,8 @@ class ArenaAgent:
     visits: int = 0
     n_scl: int | None = None
     search: str | None = None
-    considered: int | None = None  # checkpoint agents: the Gumbel root's max_num_considered_actions, if overridden
+    # checkpoint agents: the config fields the spec's options change (`considered`, `twofold_draws`)
+    overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
     def external(self) -> bool:
@@ -114,7 +115,8 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
     if spec.startswith("uci:"):
         return _uci_agent(name, spec), "chess"
     # JAX agents: checkpoints with optional `:N` and `:key=value,...` suffixes
-    spec_n_scl = spec_search = spec_considered = None
+    spec_n_scl = spec_search = None
+    spec_overrides: dict[str, Any] = {}  # config fields, for this player only
     base = spec
     if _has_options(base):
         base, tail = base.rsplit(":", 1)
@@ -128,9 +130,14 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
             elif k == "considered":
                 if not v.isdigit() or int(v) < 1:
                     raise ValueError(f"considered needs an integer >= 1, got {v!r}")
-                spec_considered = int(v)
+                spec_overrides["max_num_considered_actions"] = int(v)
+            elif k == "twofold_draws":
+                if v not in ("0", "1"):
+                    raise ValueError(f"twofold_draws needs 1 (on) or 0 (off), got {v!r}")
+                spec_overrides["twofold_draws"] = v == "1"
             else:
-                raise ValueError(f"unknown checkpoint option {k!r} in {spec!r} (n_scl, search, considered)")
+                raise ValueError(f"unknown checkpoint option {k!r} in {spec!r} "
+                                 "(n_scl, search, considered, twofold_draws)")
     if base == "material":
         if game_name not in (None, "chess"):
             raise ValueError(f"agent 'material' plays chess, not {game_name}")
@@ -164,8 +171,7 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
         config = config.replace(eval_search=search)
     if n_scl is not None:  # an override of the checkpoint's n_scl (0: off)
         config = config.replace(n_scl=n_scl)
-    if spec_considered is not None:  # the Gumbel root's considered moves, for this player only
-        config = config.replace(max_num_considered_actions=spec_considered)
+    config = config.replace(**spec_overrides)
     game = board_game(config)
     label = Path(path).name
     if policy:
@@ -174,10 +180,16 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
                           agent=dataclasses.replace(agent, name=f"{label}:policy")), config.game
     agent = agents.network_agent(config, game, params, num_simulations=visits)
     label += (f":{visits}" + (f":n_scl={spec_n_scl}" if spec_n_scl else "") + (f":{spec_search}" if spec_search else "")
-              + (f":considered={spec_considered}" if spec_considered else ""))
+              + "".join(f":{k}={int(v) if isinstance(v, bool) else v}" for k, v in _spec_options(spec_overrides)))
     player = ArenaAgent(name=name or label, spec=spec, kind="jax", agent=dataclasses.replace(agent, name=label),
-                        checkpoint=path, visits=visits, n_scl=n_scl, search=search, considered=spec_considered)
+                        checkpoint=path, visits=visits, n_scl=n_scl, search=search, overrides=spec_overrides)
     return player, config.game
+
+
+def _spec_options(overrides: dict[str, Any]) -> list[tuple[str, Any]]:
+    """The spec's own option names for config overrides, as a label shows them."""
+    names = {"max_num_considered_actions": "considered"}
+    return [(names.get(k, k), v) for k, v in overrides.items()]
 
 
 def require_jax_agent(spec: str, game_name: str, simulations: int) -> ArenaAgent:

@@ -137,9 +137,8 @@ class HostPlayer:
     def start(self) -> None:
         a = self.agent
         if a.checkpoint is not None and self.engine is None:
-            overrides = {} if a.considered is None else {"max_num_considered_actions": a.considered}
             self.engine = Engine.from_checkpoint(a.checkpoint, visits=a.visits, n_scl=a.n_scl, search=a.search,
-                                                 seed=self.seed, config_overrides=overrides)
+                                                 seed=self.seed, config_overrides=a.overrides)
         if a.kind == "gtp" and self.client is None:
             self.client = GTPClient(a.argv, name=a.name)
         elif a.kind == "uci" and self.client is None:

@@ -70,6 +70,7 @@ class SearchSpec:
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25
     n_scl: int = 0  # search-contempt node limit (docs/methods.md section 1); 0 = off (plain search)
+    twofold_draws: bool = False  # a repeated position is a draw inside the tree (Lc0; `Game.draw_repetition`)
 
 
 def gumbel_qtransform(spec: SearchSpec) -> Callable[..., jax.Array]:
@@ -115,20 +116,24 @@ def root_fn(game: Game, evaluate: Evaluator, params: Any, states: GameState) -> 
 LeafFn = Callable[[Any, jax.Array, GameState, Any], tuple[jax.Array, jax.Array, Any]]
 
 
-def game_recurrent_fn(game: Game, leaf: LeafFn, with_context: bool = False) -> mctx.RecurrentFn:
+def game_recurrent_fn(game: Game, leaf: LeafFn, with_context: bool = False,
+                      twofold_draws: bool = False) -> mctx.RecurrentFn:
     """The one mctx recurrent function for a real two-player game (the 'model' is the game itself), with
     AlphaZero's sign rules (docs/methods.md section 0): the move is played in the game, reward = the reward of
     the player who moved, value = `leaf`'s value for the player now to move, discount -1, and 0 (reward,
     value and discount) once the game is over. The network search and the rollout MCTS differ only in `leaf`.
 
     The embedding is the states [B], or (states, context) with `with_context` (a `ParentAwareEvaluator`).
+    With `twofold_draws` a move that repeats an earlier position ends the game there as a draw (Lc0), in the tree
+    only: the roots and the games played keep the game's own rules.
     """
+    step = (lambda s, a: game.draw_repetition(game.step(s, a))) if twofold_draws else game.step
 
     def recurrent_fn(params: Any, key: jax.Array, action: jax.Array, embedding: Any):
         states, parent_context = embedding if with_context else (embedding, None)
         mover = states.current_player
         was_terminal = states.terminated
-        states = jax.vmap(game.step)(states, action)
+        states = jax.vmap(step)(states, action)
         prior_logits, value, context = leaf(params, key, states, parent_context)
         reward = jnp.take_along_axis(states.rewards, mover[:, None], axis=1)[:, 0]
         done = states.terminated | was_terminal
@@ -147,7 +152,8 @@ def game_recurrent_fn(game: Game, leaf: LeafFn, with_context: bool = False) -> m
     return recurrent_fn
 
 
-def make_recurrent_fn(game: Game, evaluate: Evaluator | ParentAwareEvaluator) -> mctx.RecurrentFn:
+def make_recurrent_fn(game: Game, evaluate: Evaluator | ParentAwareEvaluator,
+                      twofold_draws: bool = False) -> mctx.RecurrentFn:
     """`game_recurrent_fn` with an evaluator's priors (illegal moves masked) and values."""
 
     if isinstance(evaluate, ParentAwareEvaluator):
@@ -158,25 +164,25 @@ def make_recurrent_fn(game: Game, evaluate: Evaluator | ParentAwareEvaluator) ->
             logits, value, context = child(params, states, parent_context)
             return mask_logits(logits, states.legal_action_mask), value, context
 
-        return game_recurrent_fn(game, leaf, with_context=True)
+        return game_recurrent_fn(game, leaf, with_context=True, twofold_draws=twofold_draws)
 
     def plain_leaf(params: Any, key: jax.Array, states: GameState, parent_context: Any):
         del key, parent_context
         logits, value = evaluate(params, states)
         return mask_logits(logits, states.legal_action_mask), value, None
 
-    return game_recurrent_fn(game, plain_leaf)
+    return game_recurrent_fn(game, plain_leaf, twofold_draws=twofold_draws)
 
 
-def search_inputs(game: Game, evaluate: Evaluator | ParentAwareEvaluator, params: Any,
-                  states: GameState) -> tuple[mctx.RootFnOutput, mctx.RecurrentFn, jax.Array]:
+def search_inputs(game: Game, evaluate: Evaluator | ParentAwareEvaluator, params: Any, states: GameState,
+                  twofold_draws: bool = False) -> tuple[mctx.RootFnOutput, mctx.RecurrentFn, jax.Array]:
     """What any mctx policy needs to search from `states` ([B] games): (root, recurrent_fn, invalid_actions
-    [B, A])."""
+    [B, A]); `twofold_draws` as in `game_recurrent_fn`."""
     root = root_fn(game, evaluate, params, states)
     invalid = ~states.legal_action_mask
     # A finished game has no legal move; give mctx something to search (the result is unused).
     invalid = jnp.where(invalid.all(axis=-1, keepdims=True), False, invalid)
-    return root, make_recurrent_fn(game, evaluate), invalid
+    return root, make_recurrent_fn(game, evaluate, twofold_draws), invalid
 
 
 def run_search(
@@ -192,7 +198,7 @@ def run_search(
     Returns mctx's PolicyOutput: `action` [B], `action_weights` [B, A] (PUCT: visit distribution;
     Gumbel: the improved policy), `search_tree`.
     """
-    root, recurrent_fn, invalid = search_inputs(game, evaluate, params, states)
+    root, recurrent_fn, invalid = search_inputs(game, evaluate, params, states, spec.twofold_draws)
     # The two kinds differ only in their own knobs; search-contempt (n_scl) extends both.
     extension = Contempt(spec.n_scl) if contempt_on(spec.n_scl) else None
     common = dict(params=params, rng_key=key, root=root, recurrent_fn=recurrent_fn,

@@ -86,7 +86,7 @@ def reused_search_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator, 
     new tree's nodes [0, kept_nodes); the search evaluated the others)."""
     num_nodes = tree_size(spec.kind, spec.num_simulations)
     kept, size = subtree(tree, plies, num_nodes)
-    root, recurrent_fn, invalid = search_inputs(game, evaluate, params, states)
+    root, recurrent_fn, invalid = search_inputs(game, evaluate, params, states, spec.twofold_draws)
     if spec.kind == "gumbel":
         out = reused_gumbel_muzero_policy(params, key, kept, size, root, recurrent_fn, spec.num_simulations,
                                           invalid_actions=invalid, gumbel_scale=spec.gumbel_scale,

@@ -644,3 +644,25 @@ def test_chess_adjudication_bad_settings_are_named(kwargs: dict[str, Any], messa
     name = kwargs.pop("name")
     with pytest.raises(ValueError, match=message):
         make_game(name, **kwargs)
+
+
+def test_chess_draw_repetition_ends_a_game_whose_position_occurred_before_as_a_draw() -> None:
+    """Lc0's two-fold rule, for search trees: the second cycle of a knights' shuffle repeats every position of the
+    first, and each ends the game as a draw; the game's own step (threefold) plays on. pgx hashes the very start
+    apart from the same position reached again, so the first cycle repeats nothing."""
+    game = make_game("chess")
+    states = _play_uci(game, ["g1f3", "g8f6", "f3g1", "f6g8"] * 2)
+    draw = jax.jit(game.draw_repetition)
+    assert [bool(draw(s).terminated) for s in states] == [False] * 4 + [True] * 4
+    assert not any(bool(s.terminated) for s in states)
+    drawn = draw(states[5])
+    assert float(jnp.abs(drawn.rewards).sum()) == 0.0 and bool(drawn.legal_action_mask.all())
+
+
+def test_chess_draw_repetition_keeps_a_mate_a_mate() -> None:
+    fen = SPECIAL_FENS["back-rank mate in one"]
+    game = make_game("chess", start=fen)
+    (end,) = _play_uci(game, ["a1a8"], start=fen)
+    kept = game.draw_repetition(end)
+    assert bool(kept.terminated)
+    np.testing.assert_array_equal(kept.rewards, end.rewards)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 import sys
+from pathlib import Path
 
 import jax
 import jax.numpy as jnp
@@ -183,13 +184,25 @@ def test_the_material_agent_takes_the_most_valuable_piece_and_plays_only_legal_m
 
 def test_a_checkpoint_agent_takes_the_gumbel_roots_considered_moves_from_its_spec(c4_quick_untrained):
     player, game = parse_agent(f"{c4_quick_untrained}:8:considered=3", None, 64)
-    assert game == "connect_four" and player.considered == 3 and player.name.endswith(":8:considered=3")
+    assert game == "connect_four" and player.overrides == {"max_num_considered_actions": 3}
+    assert player.name.endswith(":8:considered=3")
     # Host games (against GTP and UCI programs) play it through an engine with the same override.
     engine = Engine.from_checkpoint(str(c4_quick_untrained), config_overrides={"max_num_considered_actions": 3})
     assert engine.spec().max_num_considered_actions == 3
-    assert parse_agent(f"{c4_quick_untrained}:8", None, 64)[0].considered is None
+    assert parse_agent(f"{c4_quick_untrained}:8", None, 64)[0].overrides == {}
     with pytest.raises(ValueError, match="considered needs an integer >= 1, got '0'"):
         parse_agent(f"{c4_quick_untrained}:8:considered=0", None, 64)
+
+
+def test_a_chess_checkpoint_agent_takes_lc0s_twofold_draws_from_its_spec(c4_quick_untrained):
+    chess_model = Path(__file__).resolve().parents[2] / "results" / "models" / "chess_quick"
+    player, game = parse_agent(f"{chess_model}:8:twofold_draws=1", None, 64)
+    assert game == "chess" and player.overrides == {"twofold_draws": True}
+    assert player.name.endswith(":8:twofold_draws=1")
+    with pytest.raises(ValueError, match="twofold_draws needs 1 \\(on\\) or 0 \\(off\\), got 'yes'"):
+        parse_agent(f"{chess_model}:8:twofold_draws=yes", None, 64)
+    with pytest.raises(ValueError, match="twofold_draws applies to chess only"):
+        parse_agent(f"{c4_quick_untrained}:8:twofold_draws=1", None, 64)
 
 
 @pytest.mark.slow

@@ -118,6 +118,25 @@ def test_recurrent_fn_signs_and_terminals(c4: Game, roots: GameState) -> None:
     assert float(after.rewards[0, mover]) == 1.0 and float(after.rewards[0, 1 - mover]) == -1.0
 
 
+def test_with_twofold_draws_a_move_that_repeats_a_position_is_a_drawn_leaf_of_the_tree() -> None:
+    """After g1f3 g8f6 f3g1 f6g8 g1f3 g8f6, White's f3g1 repeats a position: a draw in the tree with the rule
+    (reward, value and discount 0), a plain move without it; e2e4 is a plain move either way."""
+    chess = make_game("chess")
+    state = chess.init(jax.random.PRNGKey(0))
+    for move in ["g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6"]:
+        state = chess.step(state, chess.parse_action(state, move))
+    states = jax.tree.map(lambda x: jnp.stack([x, x]), state)
+    actions = jnp.int32([chess.parse_action(state, "f3g1"), chess.parse_action(state, "e2e4")])
+    params = params_for(chess, value=0.25)
+    for twofold, discount, value in ((True, [0.0, -1.0], [0.0, 0.25]), (False, [-1.0, -1.0], [0.25, 0.25])):
+        recurrent = make_recurrent_fn(chess, constant_evaluator, twofold_draws=twofold)
+        out, after = recurrent(params, jax.random.PRNGKey(0), actions, states)
+        np.testing.assert_array_equal(out.discount, discount)
+        np.testing.assert_array_equal(out.value, value)
+        np.testing.assert_array_equal(out.reward, [0.0, 0.0])
+        assert not bool(after.terminated[1])
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["puct", "gumbel"])
 def test_a_finished_game_inside_the_tree_grows_no_chain_and_changes_no_real_statistic(c4: Game, roots: GameState,
@@ -367,6 +386,8 @@ def test_gumbel_greedy_moves_were_all_visited_where_the_improved_policy_argmax_w
 def test_search_spec_from_config() -> None:
     config = Config(search="puct", num_simulations=48, dirichlet_fraction=0.3, gumbel_scale=0.7)
     train = search_spec(config, training=True)
+    assert not train.twofold_draws
+    assert search_spec(Config(game="chess", twofold_draws=True), training=False).twofold_draws
     evaluate = search_spec(config, training=False, num_simulations=16)
     assert (train.kind, train.num_simulations, train.dirichlet_fraction, train.gumbel_scale) == ("puct", 48, 0.3, 0.7)
     assert (evaluate.num_simulations, evaluate.dirichlet_fraction, evaluate.gumbel_scale) == (16, 0.0, 0.0)
