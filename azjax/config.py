@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from collections.abc import Callable
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from azjax.games import ADJUDICATE_RESULTS, GAMES, MAX_CHESS_PLIES, ODDS_FENS, check_fen
@@ -295,8 +296,81 @@ class Config:
         return self.replace(sgd_steps_per_step=max(1, round(ratio * positions / self.batch_size)))
 
     def describe(self) -> str:
-        """One `name = value` line per field, for printing at the start of a run."""
-        return "\n".join(f"  {k} = {v!r}" for k, v in self.to_dict().items())
+        """One `name = value` line per field under its group's name (`field_groups`), for printing a run's config."""
+        lines = []
+        for group, names in field_groups().items():
+            lines.append(f"  {group}:")
+            lines += [f"    {k} = {getattr(self, k)!r}" for k in names]
+        return "\n".join(lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class Method:
+    """One method on top of AlphaZero: its switch, the fields that set it, and where docs/methods.md gives its rules.
+
+    on: whether `config` switches it on (AlphaZero's defaults: off).
+    fields: the config fields that belong to it, the switch first.
+    """
+
+    name: str
+    section: int | None
+    fields: tuple[str, ...]
+    on: Callable[[Config], bool]
+
+
+def _set(name: str) -> Callable[[Config], bool]:
+    """On where field `name` differs from its default, the AlphaZero value."""
+    default = {f.name: f.default for f in dataclasses.fields(Config)}[name]
+    return lambda config: getattr(config, name) != default
+
+
+# The config's fields by what they belong to. Storage stays flat (`config.n_scl`, one flag per field, config.json
+# field by field, a sweep's traced fields); these groups are how `--help`, `describe` and a run's start name them.
+CORE_GROUPS: dict[str, tuple[str, ...]] = {
+    "game": ("game", "komi", "start"),
+    "network": ("num_blocks", "num_channels", "compute_dtype", "legacy_heads", "head_hidden_norm", "colour_plane"),
+    "search": ("search", "eval_search", "num_simulations", "max_num_considered_actions", "gumbel_scale",
+               "gumbel_c_visit", "gumbel_c_scale", "pb_c_init", "dirichlet_alpha", "dirichlet_fraction",
+               "temperature_moves"),
+    "self-play and replay": ("num_envs", "moves_per_step", "replay_size", "min_replay_size"),
+    "training": ("batch_size", "sgd_steps_per_step", "learning_rate", "lr_warmup_steps", "lr_end_fraction",
+                 "weight_decay", "value_loss_weight", "augment"),
+    "run": ("num_steps", "seed", "log_every", "checkpoint_every", "eval_every", "eval_games", "eval_simulations",
+            "eval_opponent_simulations", "value_probe_games"),
+}
+METHODS: tuple[Method, ...] = (
+    Method("search-contempt", 1, ("n_scl",), _set("n_scl")),
+    Method("SAI sigmoid-komi values", 2,
+           ("value_head", "sai_official_komi_share", "branch_prob", "max_branches", "sensible_lambda",
+            "start_queue_size"), lambda c: c.value_head == "sai"),
+    Method("Go-Exploit start states", 3, ("start_state_prob", "archive", "archive_kind", "archive_size"),
+           _set("start_state_prob")),
+    Method("TDLeaf(lambda) targets", 4, ("td_lambda", "td_zero_unpredicted"),
+           lambda c: c.td_lambda != 1.0 or c.td_zero_unpredicted),
+    Method("KataGo's playout caps", 6, ("full_search_prob", "fast_simulations", "forced_playouts_k"),
+           lambda c: c.full_search_prob != 1.0 or c.forced_playouts_k != 0.0),
+    Method("KataGo's ownership and score targets", 7, ("ownership_loss_weight", "score_loss_weight"),
+           lambda c: c.ownership_loss_weight != 0.0 or c.score_loss_weight != 0.0),
+    Method("random openings", 8, ("random_opening_plies",), _set("random_opening_plies")),
+    Method("KataGo's global pooling", 9, ("global_pooling",), _set("global_pooling")),
+    Method("Lc0's win/draw/loss head", 10, (), lambda c: c.value_head == "wdl"),  # value_head: listed under SAI
+    Method("Lc0's two-fold draws", 11, ("twofold_draws",), _set("twofold_draws")),
+    Method("material adjudication", None, ("adjudicate_plies", "adjudicate_margin", "adjudicate_result"),
+           _set("adjudicate_plies")),
+    Method("q-mixed value targets", None, ("value_target_q_weight", "value_target_q"), _set("value_target_q_weight")),
+    Method("weight averaging (SWA)", None, ("swa_decay",), _set("swa_decay")),
+    Method("warm start", None, ("init_from",), _set("init_from")),
+)
+
+
+def field_groups() -> dict[str, tuple[str, ...]]:
+    """Every config field in exactly one group: the core groups, then one per method (`METHODS`)."""
+    return {**CORE_GROUPS, **{m.name: m.fields for m in METHODS if m.fields}}
+
+
+def methods_on(config: Config) -> list[str]:
+    """The names of the methods `config` switches on (none: plain AlphaZero)."""
+    return [m.name for m in METHODS if m.on(config)]
 
 
 def _union_args(hint: Any) -> tuple[Any, ...]:

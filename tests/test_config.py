@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from azjax.config import PRESETS, Config, parse_field, preset
+from azjax.config import METHODS, PRESETS, Config, field_groups, methods_on, parse_field, preset
 from azjax.games import GAMES
 
 
@@ -108,6 +108,24 @@ def test_describe_lists_every_field() -> None:
     text = Config().describe()
     for f in dataclasses.fields(Config):
         assert f"{f.name} = " in text
+    assert "  search-contempt:\n    n_scl = 0" in text
+
+
+def test_every_field_belongs_to_exactly_one_group() -> None:
+    grouped = [name for names in field_groups().values() for name in names]
+    assert sorted(grouped) == sorted(f.name for f in dataclasses.fields(Config))
+
+
+def test_alphazero_switches_on_no_method_and_each_switch_names_its_own() -> None:
+    assert methods_on(Config()) == []
+    assert methods_on(Config(n_scl=5)) == ["search-contempt"]
+    assert methods_on(Config(game="go_7x7", value_head="sai")) == ["SAI sigmoid-komi values"]
+    assert methods_on(Config(value_head="wdl")) == ["Lc0's win/draw/loss head"]
+    assert methods_on(Config(game="chess", twofold_draws=True)) == ["Lc0's two-fold draws"]
+    assert methods_on(Config(td_lambda=0.7, full_search_prob=0.25)) == ["TDLeaf(lambda) targets",
+                                                                          "KataGo's playout caps"]
+    for method in METHODS:  # a method's fields at their defaults leave it off
+        assert not method.on(Config().replace(**{name: getattr(Config(), name) for name in method.fields}))
 
 
 @pytest.mark.parametrize(

@@ -100,14 +100,20 @@ PRESET_HELP = ("quick (CPU; Connect Four: 18.5 min for 300 steps on 2 idle cores
 def config_flags(parser: argparse.ArgumentParser, exclude: tuple[str, ...] = ()) -> None:
     """A `--FIELD V` flag for every config field but the game and `exclude` (fields the command has flags of its
     own for); `overrides` reads them back."""
-    from azjax.config import Config
+    from azjax.config import METHODS, Config, field_groups
 
-    group = parser.add_argument_group("config fields (override the preset)")
-    for f in dataclasses.fields(Config):
-        if f.name == "game" or f.name in exclude:
-            continue
-        group.add_argument(f"--{f.name}", dest=f"cfg_{f.name}", metavar="V", default=None,
-                           help=f"(default {f.default!r})")
+    defaults = {f.name: f.default for f in dataclasses.fields(Config)}
+    sections = {m.name: m.section for m in METHODS}
+    for title, names in field_groups().items():
+        section = sections.get(title)
+        group = parser.add_argument_group(
+            f"config: {title}" + (f" (docs/methods.md section {section})" if section else "")
+            + (" (override the preset)" if title == "game" else ""))
+        for name in names:
+            if name == "game" or name in exclude:
+                continue
+            group.add_argument(f"--{name}", dest=f"cfg_{name}", metavar="V", default=None,
+                               help=f"(default {defaults[name]!r})")
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:

@@ -215,9 +215,12 @@ def test_the_config_dump_names_the_preset_and_only_the_fields_that_differ():
 
     text = config_summary(preset("connect_four", "quick", num_steps=4, num_channels=8))
     ratio = "  replay ratio 4.00 (positions trained on per position played)"  # 16 x 512 per 256 x 8
+    methods = "  methods on top of AlphaZero: q-mixed value targets"
     assert text.splitlines() == ["config: connect_four preset 'quick', changed:", "  num_channels = 8",
-                                 "  num_steps = 4", ratio]
-    assert config_summary(preset("connect_four", "hour")) == f"config: connect_four preset 'hour', unchanged\n{ratio}"
+                                 "  num_steps = 4", methods, ratio]
+    hour = "  methods on top of AlphaZero: random openings, q-mixed value targets"
+    assert config_summary(preset("connect_four", "hour")) == (f"config: connect_four preset 'hour', unchanged\n"
+                                                              f"{hour}\n{ratio}")
 
 
 def test_the_fuzzer_rejects_malformed_lines_and_would_notice_one_that_slips_through():
