@@ -44,6 +44,7 @@ MEASURES: dict[str, str] = {
     "contempt_odds_connect_four.py": "score of the side playing second against visits, plain PUCT and search-contempt",
     "contempt_sweep.py": "self-play (w+l)/d and repeated game prefixes against search-contempt's n_scl",
     "engine_matches.py": "azjax against Stockfish and GNU Go under a clock through UCI and GTP: scores and Elo",
+    "fidelity.py": "the seed papers' claims against the results files: figure, interval, seeds and verdict",
     "eval_cache.py": "how often an evaluation cache would hit in engine games, with tree reuse and without",
     "pons_benchmark.py": "errors on Pons' solver-labelled Connect Four test sets (a move that changes the result)",
     "pons_coverage.py": "errors on Pons' sets, split by whether the run's self-play reached each position",

@@ -11,6 +11,7 @@ after ":" (`azjax/config.py:Config`, `results/models/x:64`) is not part of the p
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -176,6 +177,25 @@ def test_the_results_index_is_up_to_date() -> None:
     run = subprocess.run([sys.executable, "scripts/results_index.py", "--check"], cwd=ROOT, capture_output=True,
                          text=True)
     assert run.returncode == 0, run.stderr or run.stdout
+
+
+def test_the_seeds_claims_table_is_what_its_results_files_say() -> None:
+    run = subprocess.run([sys.executable, "scripts/fidelity.py", "--check"], cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr or run.stdout
+
+
+def test_a_claims_verdict_follows_its_interval(monkeypatch) -> None:
+    spec = importlib.util.spec_from_file_location("fidelity", ROOT / "scripts" / "fidelity.py")
+    fidelity = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fidelity)
+    table = {"alphazero": {"auc_mean": 0.3, "auc_low": 0.28, "auc_high": 0.32},
+             "v": {"auc_mean": 0.2, "auc_low": 0.18, "auc_high": 0.22, "auc_minus_alphazero": -0.1, "seeds": 3}}
+    for low, high, verdict in ((-0.12, -0.08, "reproduces"), (-0.12, 0.01, "no difference"),
+                               (0.02, 0.05, "does not reproduce")):
+        data = {"table": {**table, "v": {**table["v"], "diff_low": low, "diff_high": high}},
+                "args": {"num_steps": 30}, "variant_switches": {"v": {}}}
+        monkeypatch.setattr(fidelity, "load", lambda path, data=data: data)
+        assert fidelity.variant_claim("v", "paper", "claim")()["verdict"].startswith(verdict)
 
 
 def test_docs_methods_has_every_section_the_code_cites() -> None:
