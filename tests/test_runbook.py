@@ -38,6 +38,7 @@ def test_the_runbook_refuses_an_unknown_phase_in_one_line() -> None:
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "unknown argument benhc" in proc.stderr
 
 
+@pytest.mark.slow
 def test_a_gpu_loan_cuts_an_item_at_its_limit_and_still_packs_what_came_back(tmp_path: Path) -> None:
     # A lent GPU's command dies at its limit with nothing returned; the loan script's items end by themselves.
     env = {**os.environ, "OUT": str(tmp_path), "AZJAX_CPU_DEVICES": "1"}

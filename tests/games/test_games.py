@@ -646,6 +646,7 @@ def test_chess_adjudication_bad_settings_are_named(kwargs: dict[str, Any], messa
         make_game(name, **kwargs)
 
 
+@pytest.mark.slow
 def test_chess_draw_repetition_ends_a_game_whose_position_occurred_before_as_a_draw() -> None:
     """Lc0's two-fold rule, for search trees: the second cycle of a knights' shuffle repeats every position of the
     first, and each ends the game as a draw; the game's own step (threefold) plays on. pgx hashes the very start
@@ -659,9 +660,10 @@ def test_chess_draw_repetition_ends_a_game_whose_position_occurred_before_as_a_d
     assert float(jnp.abs(drawn.rewards).sum()) == 0.0 and bool(drawn.legal_action_mask.all())
 
 
+@pytest.mark.slow
 def test_chess_draw_repetition_keeps_a_mate_a_mate() -> None:
     fen = SPECIAL_FENS["back-rank mate in one"]
-    game = make_game("chess", start=fen)
+    game = make_game("chess")
     (end,) = _play_uci(game, ["a1a8"], start=fen)
     kept = game.draw_repetition(end)
     assert bool(kept.terminated)

@@ -194,6 +194,7 @@ def test_a_checkpoint_agent_takes_the_gumbel_roots_considered_moves_from_its_spe
         parse_agent(f"{c4_quick_untrained}:8:considered=0", None, 64)
 
 
+@pytest.mark.slow
 def test_a_chess_checkpoint_agent_takes_lc0s_twofold_draws_from_its_spec(c4_quick_untrained):
     chess_model = Path(__file__).resolve().parents[2] / "results" / "models" / "chess_quick"
     player, game = parse_agent(f"{chess_model}:8:twofold_draws=1", None, 64)
