@@ -195,16 +195,21 @@ def go_game(azjax: Any, opponent: Any, game: Any, komi: float, azjax_black: bool
 # ---------------------------------------------------------------- Elo
 
 
-def score_row(results: list[GameResult]) -> dict[str, Any]:
-    """Wins, draws, losses, the score with its Wilson 95% interval and the Elo difference with its interval."""
+def score_row(results: list[GameResult], clock: tuple[float, float]) -> dict[str, Any]:
+    """Wins, draws, losses, the score with its Wilson 95% interval and the Elo difference with its interval; and how
+    much of its clock azjax used (`clock_used`: its thinking time over base + increments of its moves, the mean
+    over games), which says whether the clock or the visit cap bounded its search."""
     n = len(results)
+    base, increment = clock
+    used = [r.azjax_seconds / (base + increment * ((r.plies + (r.azjax_first)) // 2)) for r in results]
     wins = sum(r.azjax_score == 1.0 for r in results)
     draws = sum(r.azjax_score == 0.5 for r in results)
     score = (wins + 0.5 * draws) / n
     low, high = wilson_interval(score, n)
     return dict(games=n, wins=wins, draws=draws, losses=n - wins - draws, score=round(score, 4),
                 score_interval=[round(low, 4), round(high, 4)], elo_diff=round(elo_from_score(score), 1),
-                elo_diff_interval=[round(elo_from_score(low), 1), round(elo_from_score(high), 1)])
+                elo_diff_interval=[round(elo_from_score(low), 1), round(elo_from_score(high), 1)],
+                clock_used=round(sum(used) / n, 4))
 
 
 def anchored_elo(games: list[tuple[float, float]]) -> dict[str, Any] | None:
@@ -256,7 +261,7 @@ def run_chess(args: argparse.Namespace, log: Callable[[str], None]) -> list[dict
             finally:
                 opponent.close()
             rows.append(dict(game="chess", model=args.chess, opponent="stockfish", setting=setting, value=value,
-                             **score_row(results), games_played=[dataclasses.asdict(r) for r in results]))
+                             **score_row(results, args.clock), games_played=[dataclasses.asdict(r) for r in results]))
     finally:
         azjax.close()
     return rows
@@ -290,7 +295,7 @@ def run_go(args: argparse.Namespace, model: str, log: Callable[[str], None]) -> 
             finally:
                 opponent.close()
             rows.append(dict(game=config.game, model=model, komi=komi, opponent="gnugo", setting="level", value=level,
-                             **score_row(results), games_played=[dataclasses.asdict(r) for r in results]))
+                             **score_row(results, args.clock), games_played=[dataclasses.asdict(r) for r in results]))
     finally:
         azjax.close()
     return rows
@@ -332,7 +337,8 @@ def main(argv: list[str] | None = None) -> int:
                               max_plies=args.max_plies, rows=rows, chess_elo_anchored_on_stockfish_uci_elo=anchored))
     for row in rows:
         log(f"{row['game']} vs {row['opponent']} {row['setting']} {row['value']}: score {row['score']} "
-            f"{row['score_interval']}, Elo difference {row['elo_diff']} {row['elo_diff_interval']}")
+            f"{row['score_interval']}, Elo difference {row['elo_diff']} {row['elo_diff_interval']}; azjax used "
+            f"{row['clock_used']:.0%} of its clock")
     if anchored:
         log(f"chess Elo anchored on Stockfish's UCI_Elo: {anchored['elo']:.0f} {anchored['interval']}")
     log(f"wrote {args.out}")

@@ -26,6 +26,15 @@ def test_an_even_score_against_an_anchor_is_the_anchor_s_elo_within_a_symmetric_
     assert matches.anchored_elo([]) is None
 
 
+def test_a_row_says_how_much_of_its_clock_azjax_used():
+    # 30 s + 1 s a move: moving first in a 21-ply game azjax made 11 moves, a budget of 41 s; second, 10 and 40 s.
+    first = matches.GameResult(1.0, True, "checkmate", 21, 20.5, [])
+    second = matches.GameResult(0.0, False, "checkmate", 21, 10.0, [])
+    row = matches.score_row([first, second], (30.0, 1.0))
+    assert row["clock_used"] == pytest.approx((20.5 / 41 + 10 / 40) / 2, abs=1e-4)
+    assert (row["wins"], row["losses"], row["score"]) == (1, 1, 0.5)
+
+
 def test_a_clock_runs_out_only_past_its_time_and_adds_the_increment_after_each_move():
     clock = matches.Clock(2.0, 0.5)
     assert clock.spend("w", 1.5) and clock.left == {"w": 1.0, "b": 2.0}
@@ -55,6 +64,7 @@ def test_two_game_matches_against_stockfish_and_gnu_go_give_scores_and_elo_inter
         assert low <= row["score"] <= high
         low, high = row["elo_diff_interval"]
         assert low <= row["elo_diff"] <= high
+        assert 0 < row["clock_used"] < 1
     for g in rows["stockfish"]["games_played"]:  # the moves the referee recorded replay legally
         board = chess.Board()
         for move in g["moves"]:
