@@ -192,6 +192,12 @@ class Engine:
             raise ValueError(f"n_scl must be >= 0 (0 = off), got {n_scl}")
         self.config = self.config.replace(n_scl=n_scl)
 
+    def set_twofold_draws(self, on: bool) -> None:
+        """Chess: lc0's two-fold draws in the search (docs/methods.md section 11). The kept tree was searched under
+        the other rule, so the next search starts afresh."""
+        self.config = self.config.replace(twofold_draws=bool(on))
+        self.kept = None
+
     def set_visits(self, visits: int) -> None:
         if int(visits) < 1:
             raise ValueError(f"visits must be >= 1, got {visits}")

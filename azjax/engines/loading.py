@@ -46,12 +46,14 @@ class EngineDefaults:
       visits: simulations per search (`--visits`, else the config's `eval_simulations`).
       n_scl: the search-contempt node limit (0: off).
       tree_reuse: searches continue the last search's tree where they can (`Engine.tree_reuse`).
+      twofold_draws: chess: a repeated position is a draw inside the search (lc0's TwoFoldDraws).
     """
 
     game: str
     visits: int
     n_scl: int
     tree_reuse: bool = True
+    twofold_draws: bool = False
 
 
 class EngineLoad:
@@ -80,7 +82,7 @@ class EngineLoad:
     def ready(cls, engine: Engine) -> EngineLoad:
         """An engine already built (tests, callers that hold one): nothing to wait for."""
         defaults = EngineDefaults(game=engine.game.name, visits=engine.visits, n_scl=engine.n_scl,
-                                  tree_reuse=engine.tree_reuse)
+                                  tree_reuse=engine.tree_reuse, twofold_draws=engine.config.twofold_draws)
         return cls(lambda: engine, defaults)
 
     def _load(self, build: Callable[[], Engine]) -> None:
@@ -124,7 +126,7 @@ def start_engine(args: argparse.Namespace, command: str, err: TextIO | None = No
     n_scl = config.n_scl if args.n_scl is None else args.n_scl  # --n_scl overrides the config's; 0: off
     tree_reuse = bool(getattr(args, "tree_reuse", True))
     defaults = EngineDefaults(game=config.game, visits=int(args.visits or config.eval_simulations), n_scl=n_scl,
-                              tree_reuse=tree_reuse)
+                              tree_reuse=tree_reuse, twofold_draws=config.twofold_draws)
     kwargs = dict(visits=args.visits, n_scl=args.n_scl, search=getattr(args, "search", None),
                   seed=getattr(args, "seed", 0), tree_reuse=tree_reuse)
 

@@ -137,6 +137,7 @@ class UCIEngine(LoadingFrontEnd):
                 self.send(f"option name Visits type spin default {defaults.visits} min 1 max {MAX_VISITS}")
                 self.send(f"option name NScl type spin default {defaults.n_scl} min 0 max 1000000")
                 self.send(f"option name TreeReuse type check default {str(defaults.tree_reuse).lower()}")
+                self.send(f"option name TwoFoldDraws type check default {str(defaults.twofold_draws).lower()}")
                 self.send("option name VerboseMoveStats type check default false")
                 self.send("option name UCI_ShowWDL type check default false")
                 self.send(f"option name InfoInterval type spin default {INFO_INTERVAL_MS} min 10 max 60000")
@@ -221,6 +222,8 @@ class UCIEngine(LoadingFrontEnd):
             self.engine.set_n_scl(_int(value, "NScl", 0, 1_000_000))
         elif key == "treereuse":
             self.engine.set_tree_reuse(_bool(value, "TreeReuse"))
+        elif key == "twofolddraws":
+            self.engine.set_twofold_draws(_bool(value, "TwoFoldDraws"))
         elif key == "verbosemovestats":
             self.verbose = _bool(value, "VerboseMoveStats")
         elif key == "uci_showwdl":

@@ -164,3 +164,13 @@ def test_uci_lists_and_sets_the_tree_reuse_option(models):
     UCIEngine(engine, io.StringIO("uci\nsetoption name TreeReuse value false\nquit\n"), out).run()
     assert "option name TreeReuse type check default true" in out.getvalue().splitlines()
     assert not engine.tree_reuse
+
+
+def test_uci_lists_and_sets_lc0s_two_fold_draws_option(models):
+    engine = Engine.from_checkpoint(str(models["chess"]))
+    engine.search()
+    assert engine.kept is not None and not engine.spec().twofold_draws
+    out = io.StringIO()
+    UCIEngine(engine, io.StringIO("uci\nsetoption name TwoFoldDraws value true\nquit\n"), out).run()
+    assert "option name TwoFoldDraws type check default false" in out.getvalue().splitlines()
+    assert engine.spec().twofold_draws and engine.kept is None  # the next search starts afresh under the rule
