@@ -195,13 +195,11 @@ def go_game(azjax: Any, opponent: Any, game: Any, komi: float, azjax_black: bool
 # ---------------------------------------------------------------- Elo
 
 
-def score_row(results: list[GameResult], clock: tuple[float, float]) -> dict[str, Any]:
-    """Wins, draws, losses, the score with its Wilson 95% interval and the Elo difference with its interval; and how
-    much of its clock azjax used (`clock_used`: its thinking time over base + increments of its moves, the mean
-    over games), which says whether the clock or the visit cap bounded its search."""
+def score_row(results: list[GameResult], clock: tuple[float, float] | None = None) -> dict[str, Any]:
+    """Wins, draws, losses, the score with its Wilson 95% interval and the Elo difference with its interval; with a
+    `clock` (base, increment seconds), how much of it azjax used (`clock_used`: its thinking time over base +
+    increments of its moves, the mean over games), which says whether the clock or the visit cap bounded its search."""
     n = len(results)
-    base, increment = clock
-    used = [r.azjax_seconds / (base + increment * ((r.plies + (r.azjax_first)) // 2)) for r in results]
     wins = sum(r.azjax_score == 1.0 for r in results)
     draws = sum(r.azjax_score == 0.5 for r in results)
     score = (wins + 0.5 * draws) / n
@@ -209,7 +207,12 @@ def score_row(results: list[GameResult], clock: tuple[float, float]) -> dict[str
     return dict(games=n, wins=wins, draws=draws, losses=n - wins - draws, score=round(score, 4),
                 score_interval=[round(low, 4), round(high, 4)], elo_diff=round(elo_from_score(score), 1),
                 elo_diff_interval=[round(elo_from_score(low), 1), round(elo_from_score(high), 1)],
-                clock_used=round(sum(used) / n, 4))
+                **({} if clock is None else {"clock_used": round(sum(map(_clock_share, results, [clock] * n)) / n, 4)}))
+
+
+def _clock_share(r: GameResult, clock: tuple[float, float]) -> float:
+    """azjax's thinking time over its clock's base plus the increments of its moves."""
+    return r.azjax_seconds / (clock[0] + clock[1] * ((r.plies + r.azjax_first) // 2))
 
 
 def anchored_elo(games: list[tuple[float, float]]) -> dict[str, Any] | None:
