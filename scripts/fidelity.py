@@ -20,6 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from results_index import write_or_check  # noqa: E402  (scripts/results_index.py)
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT_JSON = ROOT / "results" / "fidelity.json"
 OUT_MD = ROOT / "results" / "fidelity.md"
@@ -195,15 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     claims = [read() for read in CLAIMS]
     written = {OUT_JSON: json.dumps({"command": "python scripts/fidelity.py", "claims": claims}, indent=1) + "\n",
                OUT_MD: render(claims)}
-    if args.check:
-        stale = [p for p, text in written.items() if not p.exists() or p.read_text() != text]
-        for p in stale:
-            print(f"{p.relative_to(ROOT)} is out of date: run python scripts/fidelity.py", file=sys.stderr)
-        return 1 if stale else 0
-    for p, text in written.items():
-        p.write_text(text)
-        print(f"wrote {p.relative_to(ROOT)}")
-    return 0
+    return write_or_check(written, args.check, "python scripts/fidelity.py")
 
 
 if __name__ == "__main__":

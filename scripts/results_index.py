@@ -323,10 +323,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when results/README.md is out of date")
     args = parser.parse_args(argv)
     written = {INDEX: render(result_files()), README: readme_with_table(README.read_text())}
-    if args.check:
+    return write_or_check(written, args.check, "python scripts/results_index.py")
+
+
+def write_or_check(written: dict[Path, str], check: bool, command: str) -> int:
+    """Writes each file's generated text; with `check`, writes nothing and returns 1 (naming `command` to run) when a
+    file differs from its text. Shared by the scripts that generate committed files."""
+    if check:
         stale = [path for path, text in written.items() if not path.exists() or path.read_text() != text]
         for path in stale:
-            print(f"{path.relative_to(ROOT)} is out of date: run python scripts/results_index.py", file=sys.stderr)
+            print(f"{path.relative_to(ROOT)} is out of date: run {command}", file=sys.stderr)
         return 1 if stale else 0
     for path, text in written.items():
         path.write_text(text)
