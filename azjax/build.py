@@ -100,8 +100,9 @@ def has_auxiliary_targets(config: Config) -> bool:
 
 
 def make_network(config: Config, game: Game) -> PolicyValueNet:
-    """The config's network for `game`: blocks, channels, compute dtype, value head (tanh, SAI or win/draw/loss)
-    and KataGo's auxiliary heads (`has_auxiliary_targets`)."""
+    """The config's network for `game`: blocks, channels, compute dtype, value head (tanh, SAI or win/draw/loss),
+    policy head (dense, or convolutional over the game's move layout) and KataGo's auxiliary heads
+    (`has_auxiliary_targets`)."""
     dtype = jnp.bfloat16 if config.compute_dtype == "bfloat16" else jnp.float32
     h, w = game.observation_shape[:2]
     return PolicyValueNet(
@@ -116,7 +117,19 @@ def make_network(config: Config, game: Game) -> PolicyValueNet:
         colour_plane=config.colour_plane,
         aux_heads=has_auxiliary_targets(config),
         global_pooling=config.global_pooling,
+        **_policy_layout(config, game),
     )
+
+
+def _policy_layout(config: Config, game: Game) -> dict[str, Any]:
+    """The network's move layout fields for `policy_head="conv"` (none for the dense head)."""
+    if config.policy_head != "conv":
+        return {}
+    layout = game.policy_layout()
+    if layout is None:
+        raise ValueError(f"policy_head='conv' needs moves that start from a square (chess), not {game.name}")
+    planes, index = layout
+    return {"policy_planes": planes, "policy_index": tuple(int(i) for i in index)}
 
 
 def init_params(net: PolicyValueNet, game: Game, key: jax.Array) -> Any:

@@ -47,6 +47,10 @@ class Config:
     # the board's mean and max to every point, and the heads read pooled features instead of the flattened
     # board, so one network's weights play every board size. False = AlphaZero's network.
     global_pooling: bool = False
+    # The policy head. "dense" (AlphaGo Zero's: a 1x1 conv to 2 filters a point, then a dense layer to every move);
+    # "conv" (AlphaZero's chess head, chess only): a 3x3 conv, then 73 move planes at every square, each move read at
+    # its own from-square and plane (`Game.policy_layout`; docs/experiments.md, "chess's policy head").
+    policy_head: Literal["dense", "conv"] = "dense"
     # search
     search: Literal["gumbel", "puct"] = "gumbel"
     # The search of the trained network as a player (periodic evaluation, eval, arena, play, engines);
@@ -209,6 +213,13 @@ class Config:
         if self.global_pooling and not self.game.startswith("go_"):
             raise ValueError(f"global_pooling applies to Go only (its policy is one logit per point plus pass), "
                              f"not {self.game!r}")
+        if self.policy_head not in ("dense", "conv"):
+            raise ValueError(f"policy_head must be 'dense' or 'conv', got {self.policy_head!r}")
+        if self.policy_head == "conv" and self.game != "chess":
+            raise ValueError(f"policy_head='conv' applies to chess only (its moves start from a square), "
+                             f"not {self.game!r}")
+        if self.policy_head == "conv" and self.legacy_heads:
+            raise ValueError("policy_head='conv' needs the normalised heads (legacy_heads=False)")
         if self.global_pooling and self.legacy_heads:
             raise ValueError("global_pooling needs the normalised heads (legacy_heads=False)")
         if self.value_head == "wdl" and self.legacy_heads:
@@ -328,7 +339,8 @@ def _set(name: str) -> Callable[[Config], bool]:
 # field by field, a sweep's traced fields); these groups are how `--help`, `describe` and a run's start name them.
 CORE_GROUPS: dict[str, tuple[str, ...]] = {
     "game": ("game", "komi", "start"),
-    "network": ("num_blocks", "num_channels", "compute_dtype", "legacy_heads", "head_hidden_norm", "colour_plane"),
+    "network": ("num_blocks", "num_channels", "compute_dtype", "legacy_heads", "head_hidden_norm", "colour_plane",
+                "policy_head"),
     "search": ("search", "eval_search", "num_simulations", "max_num_considered_actions", "gumbel_scale",
                "gumbel_c_visit", "gumbel_c_scale", "pb_c_init", "dirichlet_alpha", "dirichlet_fraction",
                "temperature_moves"),
@@ -476,6 +488,15 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                      moves_per_step=16, replay_size=1_000_000, min_replay_size=100_000,
                      batch_size=1024, sgd_steps_per_step=8, num_steps=20000, eval_every=1000,
                      temperature_moves=30, compute_dtype="bfloat16"),
+        # The second half of 9x9 in two CPU hours: the 7x7 `sai` network with KataGo's global pooling and
+        # auxiliary heads (trained 55 minutes on 7x7) continues here with `--init_from`, its fields unchanged so
+        # that every layer carries over, for 65 minutes on 2 cores (scripts/go_9x9_from_7x7.sh;
+        # results/go_9x9/sai_pooled_from_7x7).
+        "sai": dict(value_head="sai", global_pooling=True, ownership_loss_weight=1.5, score_loss_weight=0.1,
+                    num_blocks=3, num_channels=32, num_simulations=16, num_envs=128, moves_per_step=8,
+                    replay_size=524288, min_replay_size=4096, batch_size=256, sgd_steps_per_step=4,
+                    num_steps=1900, lr_end_fraction=0.02, swa_decay=0.99, temperature_moves=12, eval_every=0,
+                    checkpoint_every=100, branch_prob=0.025, max_branches=3, start_queue_size=1024),
     },
     "chess": {
         # Self-play games still running after 160 plies are adjudicated by material (3 pawns or more wins):

@@ -183,6 +183,30 @@ class PooledPolicyHead(nn.Module):
         return jnp.concatenate([points, nn.Dense(1, dtype=self.dtype, name="pass_logit")(pooled)], axis=-1)
 
 
+class ConvPolicyHead(nn.Module):
+    """AlphaZero's convolutional policy head for games whose moves start from a square (chess): a 3x3 convolution,
+    normalised over the board and ReLU'd (its active fraction sown as `active`), then a 1x1 convolution to
+    `planes` move planes at every square; each move's logit is read at its own square and plane through
+    `index` (the game's `policy_layout`). [B, H, W, C] -> [B, len(index)].
+
+    The dense head squeezes the board through 2 filters a square (128 numbers on chess's board) before one dense
+    layer to all 4672 moves; here a move's logit reads the trunk's features at its from-square (docs/experiments.md,
+    "chess's policy head", says what the dense head learnt)."""
+
+    planes: int
+    index: tuple[int, ...]
+    channels: int
+    dtype: Any
+
+    @nn.compact
+    def __call__(self, x: jax.Array) -> jax.Array:
+        p = nn.Conv(self.channels, (3, 3), dtype=self.dtype, name="conv")(x)
+        p = nn.relu(nn.LayerNorm(reduction_axes=(-3, -2, -1), dtype=self.dtype, name="norm")(p))
+        self.sow("intermediates", "active", jnp.mean((p > 0).astype(jnp.float32)))
+        planes = nn.Conv(self.planes, (1, 1), dtype=self.dtype, name="move_planes")(p)
+        return jnp.take(planes.reshape(x.shape[0], -1), jnp.asarray(self.index, jnp.int32), axis=1)
+
+
 class PolicyValueNet(nn.Module):
     """AlphaZero's network: a conv stem, `num_blocks` residual blocks, a policy head and a tanh value head.
 
@@ -217,6 +241,9 @@ class PolicyValueNet(nn.Module):
     colour_plane: bool = False  # `Config.colour_plane`: append `first_player_plane(obs)` to the input
     aux_heads: bool = False  # `Config.ownership_loss_weight` or `score_loss_weight` > 0: KataGo's extra heads
     global_pooling: bool = False  # `Config.global_pooling` (Go): `GlobalPoolBlock`s, pooled heads, any board size
+    # `Config.policy_head="conv"`: the game's move layout (`Game.policy_layout`), planes and each move's flat index
+    policy_planes: int = 0
+    policy_index: tuple[int, ...] = ()
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, ...]:
@@ -236,6 +263,9 @@ class PolicyValueNet(nn.Module):
 
         if self.global_pooling:
             logits = PooledPolicyHead(VALUE_HEAD_FILTERS, self.dtype, name="policy_head")(x)
+        elif self.policy_planes:
+            logits = ConvPolicyHead(self.policy_planes, self.policy_index, self.num_channels, self.dtype,
+                                    name="policy_head")(x)
         else:
             p = HeadConv(POLICY_HEAD_FILTERS, self.dtype, name="policy_head")(x)
             logits = nn.Dense(self.num_actions, dtype=self.dtype)(p)

@@ -30,12 +30,14 @@ for table in "${tables[@]}"; do
         --gauntlet --games 40 --random_opening_plies 2 --out_dir "$out"
     done ;;
   go_9x9)
-    # The CPU-trained 9x9 model (results/models/go_9x9_quick/README.md) with a 128-simulation Gumbel search
-    # against random play and GNU Go 3.8 at levels 1 and 10, under the rules pgx scores by (area, komi 7.5,
-    # positional superko, dead stones captured); 40 games a pairing, 2 random opening plies, colours alternating.
+    # 9x9 from scratch in two CPU hours (results/models/go_9x9_sai/README.md) with SAI's sensible agent (lambda 0.5)
+    # and a 512-simulation Gumbel search, against random play and GNU Go 3.8 at levels 1 and 10, under the rules pgx
+    # scores by (area, komi 7.5, positional superko, dead stones captured); 40 games a pairing, 2 random opening
+    # plies, colours alternating. The hour-trained model's table (results/models/go_9x9_quick) is go_9x9_quick/.
     GNU="$GNUGO --mode gtp --boardsize 9 --komi 7.5 --chinese-rules --capture-all-dead --positional-superko --never-resign"
-    azjax arena results/models/go_9x9_quick:128 random "gnugo-l1=gtp:$GNU --level 1" "gnugo-l10=gtp:$GNU --level 10" \
-      --gauntlet --games 40 --random_opening_plies 2 --out_dir results/arena/go_9x9 ;;
+    azjax arena results/models/go_9x9_sai:512:sensible_lambda=0.5 random "gnugo-l1=gtp:$GNU --level 1" \
+      "gnugo-l10=gtp:$GNU --level 10" --gauntlet --games 40 --random_opening_plies 2 --komi 7.5 \
+      --out_dir results/arena/go_9x9 ;;
   chess)
     # The CPU-trained chess model (see results/models/chess_quick/README.md) with a 64-simulation
     # search against random play and the one-ply material player, 40 games a pairing (2 random

@@ -1,7 +1,7 @@
 """Why the loop unrolls its SGD steps on a CPU: the network's forward pass and its gradient, N times, as
 separate jitted calls, inside a rolled `lax.scan` (a while loop) and inside an unrolled one.
 
-    python scripts/bench_sgd_scan.py [--game connect_four] [--preset quick] [--repeats 10] [--rounds 3]
+    python scripts/bench_sgd_scan.py [--game connect_four] [--preset quick] [--repeats 10] [--rounds 3] [--batch_size B]
                                      [--out results/bench_sgd_scan.json]
 
 XLA's CPU backend runs convolution gradients inside a while loop several times slower than outside one,
@@ -36,10 +36,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--preset", default="quick")
     p.add_argument("--repeats", type=int, default=10, help="forward passes or gradients per call")
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--batch_size", type=int, default=None, help="positions per pass (default: the preset's SGD batch)")
     p.add_argument("--out", default="results/bench_sgd_scan.json")
     args = p.parse_args(argv)
 
     config = preset(args.game, args.preset)
+    if args.batch_size is not None:
+        config = config.replace(batch_size=args.batch_size)
     game = game_named(args.game)
     net = make_network(config, game)
     params = init_params(net, game, jax.random.key(0))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Go from scratch on a CPU, then the arena table: trains GAME (go_7x7 or go_9x9) with PRESET for at most $MINUTES
 # minutes, the CPU split into two JAX devices (AZJAX_CPU_DEVICES, one per core), exports the network and plays it
-# ($VISITS simulations) against GNU Go at each level of $LEVELS (default 1 and 10) under the rules pgx scores by
+# ($VISITS simulations, optionally with spec options: VISITS=512:sensible_lambda=0.5) against GNU Go at each level of
+# $LEVELS (default 1 and 10; LEVELS="" plays none) under the rules pgx scores by
 # (area, positional superko, dead stones captured), 40 games a pairing, 2 random opening plies, colours alternating,
 # at each komi of $KOMIS.
 # Writes:
@@ -16,7 +17,7 @@ GAME=${GAME:-go_9x9}
 PRESET=${PRESET:-quick}
 MINUTES=${MINUTES:-150}
 VISITS=${VISITS:-128}
-LEVELS=${LEVELS:-"1 10"}
+LEVELS=${LEVELS-"1 10"}  # set empty: no arena (a first stage that another run continues)
 RUN=${RUN:-runs/${GAME}_$(date +%Y%m%d_%H%M%S)}
 OUT=${OUT:-results/$GAME/from_scratch}
 case "$GAME" in
@@ -34,6 +35,7 @@ echo "GAME=$GAME PRESET=$PRESET MINUTES=$MINUTES VISITS=$VISITS LEVELS=\"$LEVELS
 rm -rf "$OUT/model"
 azjax export "$RUN" "$OUT/model"
 cp "$RUN"/{curves.png,metrics.csv,config.json} "$OUT/"
+[ -n "$LEVELS" ] || KOMIS=""
 for komi in $KOMIS; do
   GNU="$GNUGO --mode gtp --boardsize $SIZE --komi $komi --chinese-rules --capture-all-dead --positional-superko --never-resign"
   # Both play at this komi: a SAI network reads it from the game; a tanh network's values learnt its config's komi.

@@ -239,15 +239,14 @@ HEADLINE_ROWS: list[tuple[str, str, str, list[tuple[str, str]]]] = [
      "rollout MCTS, 200 simulations (200 games, the network searching 256 simulations)",
      [("results/connect_four_quick/eval_vs_mcts200_sims256.json", "mcts200")]),
     ("Go 7x7",
-     "`sai` preset with KataGo's ownership and score heads: 1900 steps in "
-     "[60 minutes](results/go_7x7/sai_katago_aux/train_log.txt), 2 CPU cores (shared for 45 of them)",
-     "GNU Go level 1 / level 10 at komi 9.5, then at komi 7.5 (40 games each, 256 simulations)",
-     [("results/go_7x7/sai_katago_aux/arena_komi9.5/results.json", "gnugo-l1"),
-      ("results/go_7x7/sai_katago_aux/arena_komi9.5/results.json", "gnugo-l10"),
-      ("results/go_7x7/sai_katago_aux/arena_komi7.5/results.json", "gnugo-l1"),
-      ("results/go_7x7/sai_katago_aux/arena_komi7.5/results.json", "gnugo-l10")]),
+     "`sai` preset with KataGo's global pooling, ownership and score heads: 2203 steps in "
+     "[55 minutes](results/go_7x7/sai_pooled_katago_aux/train_log.txt), 2 CPU cores",
+     "GNU Go level 10 at komi 9.5, then at komi 7.5 (40 games each, 512 simulations, SAI's sensible agent at "
+     "lambda 0.5)",
+     [("results/go_7x7/sai_pooled_katago_aux/arena_sensible0.5_komi9.5/results.json", "gnugo-l10"),
+      ("results/go_7x7/sai_pooled_katago_aux/arena_sensible0.5_komi7.5/results.json", "gnugo-l10")]),
     ("Go 9x9",
-     "warm-started from the pooled 7x7 run (55 minutes), then 1536 steps in "
+     "the 7x7 network above (55 minutes) continued on 9x9: 1536 steps in "
      "[65 minutes](results/go_9x9/sai_pooled_from_7x7/train_log.txt), 2 CPU cores "
      "(shared with tests for about 30 of them)",
      "GNU Go level 1 (komi 7.5, 40 games, 128 simulations)",

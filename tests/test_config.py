@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -205,6 +206,17 @@ def test_a_saved_config_without_legacy_heads_is_a_model_with_the_old_heads():
     assert Config.from_dict(old).legacy_heads is True
     assert Config.from_json(Config().to_json()).legacy_heads is False
     assert Config().legacy_heads is False and preset("go_7x7", "sai").legacy_heads is False
+
+
+def test_the_9x9_sai_preset_is_the_committed_9x9_models_recipe_but_its_warm_start():
+    repo = Path(__file__).resolve().parents[1]
+    committed = Config.from_json((repo / "results" / "go_9x9" / "sai_pooled_from_7x7" / "config.json").read_text())
+    assert committed.init_from  # the run continued the 7x7 network, named on the command line
+    assert preset("go_9x9", "sai") == committed.replace(init_from="")
+    # Every field that shapes the network is the 7x7 `sai` preset's with the pooled heads, so every layer carries.
+    seven = preset("go_7x7", "sai", global_pooling=True, ownership_loss_weight=1.5, score_loss_weight=0.1)
+    for name in ("value_head", "num_blocks", "num_channels", "global_pooling", "legacy_heads", "colour_plane"):
+        assert getattr(preset("go_9x9", "sai"), name) == getattr(seven, name), name
 
 
 def test_the_replay_ratio_names_positions_trained_per_position_played_and_sets_the_sgd_steps():

@@ -358,6 +358,34 @@ def test_chess_endings_counts_how_each_pairings_games_ended_from_the_first_agent
 
 
 
+@pytest.mark.slow
+def test_chess_tactics_finds_the_solving_moves_and_counts_the_mates_a_model_missed(models, tmp_path):
+    tactics = load_script("chess_tactics")
+    assert tactics.solving_moves(chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")) == ["a1a8"]  # mate first
+    free_queen = chess.Board("rnbqkbnr/pppp1ppp/4p3/3Q4/4P3/8/PPPP1PPP/RNB1KBNR b KQkq - 1 2")
+    assert tactics.solving_moves(free_queen) == ["e6d5"]  # the most valuable capture
+    assert tactics.solving_moves(chess.Board()) == []
+    names = [name for name, _ in tactics.read_positions(tactics.POSITIONS)]
+    assert len(names) == 12 and names[0] == "a free queen, White to move"
+    # An arena game in which the model (Black) mated in one at its first chance, and one in which it did not.
+    arena = tmp_path / "arena"
+    (arena / "games").mkdir(parents=True)
+    (arena / "results.json").write_text(json.dumps({"pairings": [{"name_a": "model:64", "name_b": "random"}]}))
+    for number, moves in ((0, "f2f3 e7e5 g2g4 d8h4"), (1, "f2f3 e7e5 g2g4 a7a6 a2a3 d8h4")):
+        board = chess.Board()
+        for move in moves.split():
+            board.push_uci(move)
+        game = chess.pgn.Game.from_board(board)
+        game.headers.update(White="random", Black="model:64")
+        (arena / "games" / f"00_model_64_vs_random_{number:04d}.pgn").write_text(str(game))
+    assert tactics.mates_missed(arena) == {"games": 2, "moves_with_a_mate_in_one": 3, "mates_in_one_played": 2}
+    out = tmp_path / "tactics.json"
+    assert tactics.main([str(models["chess"]), "--visits", "4", "--games", str(arena), "--out", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["models"]
+    assert row["count"] == 12 and len(row["positions"]) == 12 and row["against_random"]["games"] == 2
+    assert all(1 <= r["solving_rank"] <= r["legal_moves"] and 0 <= r["solving_prior"] <= 1 for r in row["positions"])
+
+
 def test_time_tests_reads_pytests_summary_line_and_refuses_output_without_one():
     time_tests = load_script("time_tests")
     output = "....F\n=== short test summary info ===\nFAILED tests/x.py::t\n==== 1 failed, 4 passed in 2.50s ====\n"
@@ -370,9 +398,10 @@ def test_time_tests_reads_pytests_summary_line_and_refuses_output_without_one():
 @pytest.mark.slow
 def test_sgd_scan_bench_times_each_form_and_records_its_command(tmp_path):
     out = tmp_path / "sgd_scan.json"
-    assert load_script("bench_sgd_scan").main(["--repeats", "2", "--rounds", "1", "--out", str(out)]) == 0
+    assert load_script("bench_sgd_scan").main(["--repeats", "2", "--rounds", "1", "--batch_size", "4",
+                                                "--out", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert data["command"].startswith("python scripts/bench_sgd_scan.py --repeats 2")
+    assert data["command"].startswith("python scripts/bench_sgd_scan.py --repeats 2") and data["batch"] == 4
     for name in ("forward", "gradient"):
         assert set(data[name]["seconds"]) == {"separate_calls", "rolled_scan", "unrolled_scan"}
         assert all(s > 0 for s in data[name]["seconds"].values()) and data[name]["rolled_over_separate"] > 0

@@ -81,6 +81,13 @@ def nonnegative_float(text: str) -> float:
     return value
 
 
+def unit_float(text: str) -> float:
+    value = finite_float(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be in [0, 1], got {text!r}")
+    return value
+
+
 def positive_float(text: str) -> float:
     value = finite_float(text)
     if value <= 0:
@@ -93,8 +100,8 @@ def positive_float(text: str) -> float:
 # cold: 567 s on 2 cores under load ~10).
 PRESET_HELP = ("quick (CPU; Connect Four: 18.5 min for 300 steps on 2 idle cores once compiled, plus up to 9.5 min "
                "compiling the first step when the cache is cold: results/connect_four_quick/train_log.txt, "
-               "results/compile_time.json), full (one GPU); connect_four: also hour (CPU, 1 h); go_7x7: also sai "
-               "(default quick)")
+               "results/compile_time.json), full (one GPU); connect_four: also hour (CPU, 1 h); go_7x7, go_9x9: "
+               "also sai (default quick)")
 
 
 def config_flags(parser: argparse.ArgumentParser, exclude: tuple[str, ...] = ()) -> None:

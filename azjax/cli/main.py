@@ -34,6 +34,7 @@ from azjax.cli.args import (
     positive_float,
     positive_int,
     replay_ratio_flag,
+    unit_float,
 )
 from azjax.compile_cache import enable_compilation_cache
 from azjax.hosts import init_distributed, split_host_cpu
@@ -413,6 +414,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--seed", type=any_int, default=0)
         p.add_argument("--tree_reuse", action=argparse.BooleanOptionalAction, default=True,
                        help="continue the last search's tree under the moves played (default on; not with --n_scl)")
+        if name == "gtp":
+            p.add_argument("--sensible_lambda", type=unit_float, default=None,
+                           help="SAI networks: SAI's sensible agent, lambda in [0, 1] (0: the plain winrate; 0.5 "
+                                "keeps playing for points when far behind or ahead; docs/methods.md section 2)")
         p.set_defaults(func=cmd_gtp if name == "gtp" else cmd_uci)
 
     from azjax.cli.analyze import add_arguments as analyze_arguments

@@ -118,17 +118,22 @@ class EngineLoad:
 
 
 def start_engine(args: argparse.Namespace, command: str, err: TextIO | None = None) -> EngineLoad:
-    """The engine of `azjax gtp` / `azjax uci` (`args`: checkpoint, visits, n_scl, search, seed, tree_reuse), loading
-    in the background. Reads the checkpoint's config first: a missing or invalid config raises ValueError here."""
+    """The engine of `azjax gtp` / `azjax uci` (`args`: checkpoint, visits, n_scl, search, seed, tree_reuse; GTP also
+    sensible_lambda), loading in the background. Reads the checkpoint's config first: a missing or invalid config,
+    or an override it refuses, raises ValueError here."""
     from azjax.checkpoint import load_config
 
     config = load_config(args.checkpoint)
+    config_overrides: dict[str, float] = {}
+    if getattr(args, "sensible_lambda", None) is not None:  # refused here, in one line, for a non-SAI network
+        config_overrides["sensible_lambda"] = args.sensible_lambda
+        config = config.replace(**config_overrides)
     n_scl = config.n_scl if args.n_scl is None else args.n_scl  # --n_scl overrides the config's; 0: off
     tree_reuse = bool(getattr(args, "tree_reuse", True))
     defaults = EngineDefaults(game=config.game, visits=int(args.visits or config.eval_simulations), n_scl=n_scl,
                               tree_reuse=tree_reuse, twofold_draws=config.twofold_draws)
     kwargs = dict(visits=args.visits, n_scl=args.n_scl, search=getattr(args, "search", None),
-                  seed=getattr(args, "seed", 0), tree_reuse=tree_reuse)
+                  seed=getattr(args, "seed", 0), tree_reuse=tree_reuse, config_overrides=config_overrides)
 
     def build() -> Engine:
         # Imported here: the network and search modules (flax, mctx, orbax) load in the background too.

@@ -104,6 +104,12 @@ class Game:
     # Go's and chess's observations carry history planes. Lets a run count distinct positions exactly.
     observation_is_position: ClassVar[bool] = False
 
+    def policy_layout(self) -> tuple[int, np.ndarray] | None:
+        """(planes, index int [num_actions]) where moves start from a board square (chess): move a's logit is the
+        policy head's output at flat position index[a] of its [H, W, planes] planes (`Config.policy_head="conv"`).
+        None: the game has no such layout (a dense policy head only)."""
+        return None
+
     @property
     def is_go(self) -> bool:
         return False

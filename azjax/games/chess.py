@@ -24,6 +24,7 @@ ODDS_FENS = {
     "rook_odds": "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/1NBQKBNR w Kkq - 0 1",
     "knight_odds": "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/R1BQKBNR w KQkq - 0 1",
 }
+MOVE_PLANES = 73  # pgx's (and AlphaZero's) move planes: 56 queen-like, 8 knight, 9 underpromotion moves a square
 _PROMOTIONS = "rbn"  # pgx underpromotion index 0, 1, 2; -1 means queen
 # P, N, B, R, Q, K (index = pgx piece code; 0 = empty). The king has no material value.
 PIECE_VALUES = (0.0, 1.0, 3.0, 3.0, 5.0, 9.0, 0.0)
@@ -50,6 +51,15 @@ def material_result(board: Array, margin: float, result: str = "margin") -> Arra
     if result == "proportional":
         return jnp.clip(diff / margin, -1.0, 1.0).astype(jnp.float32)
     return jnp.where(diff >= margin, 1.0, jnp.where(diff <= -margin, -1.0, 0.0)).astype(jnp.float32)
+
+
+@functools.cache
+def _policy_index() -> np.ndarray:
+    """int32 [64 * 73]: each pgx move's flat index into [8, 8, 73] move planes laid out as the observation."""
+    move = np.arange(64 * MOVE_PLANES)
+    square, plane = move // MOVE_PLANES, move % MOVE_PLANES
+    row, column = 7 - square % 8, square // 8
+    return ((row * 8 + column) * MOVE_PLANES + plane).astype(np.int32)
 
 
 def check_fen(fen: str) -> str:
@@ -92,6 +102,12 @@ class Chess(Game):
     @property
     def is_chess(self) -> bool:
         return True
+
+    def policy_layout(self) -> tuple[int, np.ndarray]:
+        """AlphaZero's 73 move planes at each from-square. pgx's move a is from-square a // 73 (file * 8 + rank,
+        from the mover's side) and plane a % 73; its observation shows rank 7 - r in row r and file c in column c,
+        so move a reads row 7 - rank, column file, plane a % 73."""
+        return MOVE_PLANES, _policy_index()
 
     def init(self, key: Array, komi: Array | float | None = None) -> GameState:
         del komi

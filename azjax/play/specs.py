@@ -6,7 +6,8 @@
 Specs:
   * `PATH[:N][:key=value,...]`: a run directory or exported model searching N simulations
     (default `simulations`); keys `n_scl` (0 = off), `search` (puct / gumbel), `considered` (Gumbel's
-    `max_num_considered_actions`) and `twofold_draws` (1 / 0, chess: Lc0's two-fold draws in the search);
+    `max_num_considered_actions`), `twofold_draws` (1 / 0, chess: Lc0's two-fold draws in the search) and
+    `sensible_lambda` (SAI networks: the sensible agent's lambda in [0, 1], 0 the plain winrate);
   * `policy:PATH`: the raw policy; `random`; `mcts:N` (rollout MCTS); `material` (chess: one ply of
     material, the move that captures the most);
   * `gtp:COMMAND ...`: a GTP program; `uci:COMMAND[:key=value,...]`: a UCI chess program, keys `skill`
@@ -42,7 +43,8 @@ class ArenaAgent:
     visits: int = 0
     n_scl: int | None = None
     search: str | None = None
-    # checkpoint agents: the config fields the spec's options change (`considered`, `twofold_draws`)
+    # checkpoint agents: the config fields the spec's options change (`considered`, `twofold_draws`,
+    # `sensible_lambda`)
     overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
@@ -135,9 +137,11 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
                 if v not in ("0", "1"):
                     raise ValueError(f"twofold_draws needs 1 (on) or 0 (off), got {v!r}")
                 spec_overrides["twofold_draws"] = v == "1"
+            elif k == "sensible_lambda":
+                spec_overrides["sensible_lambda"] = _unit_float(v, "sensible_lambda")
             else:
                 raise ValueError(f"unknown checkpoint option {k!r} in {spec!r} "
-                                 "(n_scl, search, considered, twofold_draws)")
+                                 "(n_scl, search, considered, twofold_draws, sensible_lambda)")
     if base == "material":
         if game_name not in (None, "chess"):
             raise ValueError(f"agent 'material' plays chess, not {game_name}")
@@ -184,6 +188,17 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
     player = ArenaAgent(name=name or label, spec=spec, kind="jax", agent=dataclasses.replace(agent, name=label),
                         checkpoint=path, visits=visits, n_scl=n_scl, search=search, overrides=spec_overrides)
     return player, config.game
+
+
+def _unit_float(text: str, key: str) -> float:
+    """A spec option's value in [0, 1]; ValueError naming the key otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0.0 <= value <= 1.0:
+        raise ValueError(f"{key} needs a number in [0, 1], got {text!r}")
+    return value
 
 
 def _spec_options(overrides: dict[str, Any]) -> list[tuple[str, Any]]:

@@ -30,6 +30,7 @@ from azjax.engines.lc0 import cp_from_q, format_table
 from azjax.engines.loading import EngineDefaults, EngineLoad, start_engine
 from azjax.engines.position import Position
 from azjax.engines.uci import UCIEngine
+from azjax.search.game_search import ParentAwareEvaluator
 
 VISITS = 4  # the eval_simulations of the untrained `models` (conftest.py)
 WAIT = 300.0  # seconds before a missing answer fails a test: a hang guard, never a timing assertion
@@ -442,6 +443,20 @@ def test_a_checkpoint_that_fails_to_load_in_the_background_is_one_line_not_a_tra
         r = gtp_session(start_engine(args, "gtp", err=err), "name\ngenmove b\nquit\n")
         assert r[0] == "= azjax" and r[1] == f"? {said[0][len('azjax uci: error: '):]}" and r[2] == "="
         assert len(err.getvalue().splitlines()) == 1
+
+
+def test_gtp_plays_a_sai_network_as_the_sensible_agent_when_asked(models):
+    sai_model = Path(__file__).resolve().parents[2] / "results" / "models" / "go_7x7_sai"
+    args = argparse.Namespace(checkpoint=str(sai_model), visits=8, n_scl=None, search=None, seed=0,
+                              sensible_lambda=0.5)
+    engine = start_engine(args, "gtp").get()
+    assert engine.config.sensible_lambda == 0.5 and isinstance(engine.evaluate, ParentAwareEvaluator)
+    args.sensible_lambda = None  # the flag left out: the network's own setting
+    plain = start_engine(args, "gtp").get()
+    assert plain.config.sensible_lambda == 0.0 and not isinstance(plain.evaluate, ParentAwareEvaluator)
+    args.checkpoint, args.sensible_lambda = str(models["connect_four"]), 0.5
+    with pytest.raises(ValueError, match="sensible_lambda=0.5 needs value_head='sai'"):
+        start_engine(args, "gtp")  # refused before anything loads
 
 
 @pytest.mark.slow

@@ -519,6 +519,35 @@ def test_chess_special_positions(chess_step: Step, name: str) -> None:
     assert not expected_out & moves
 
 
+def test_chess_moves_lay_out_at_their_from_square_as_the_observation_shows_it(chess_game: Chess,
+                                                                              chess_step: Step) -> None:
+    """`policy_layout` (the conv policy head's): every legal move's flat index lands on its from-square in the
+    observation, where the mover's piece that moves is, for White and for Black to move (pgx shows the board from
+    the mover's side), and the index is a one-to-one map onto the [8, 8, 73] move planes."""
+    planes, index = chess_game.policy_layout()
+    assert planes == 73 and index.shape == (chess_game.num_actions,)
+    assert sorted(index.tolist()) == list(range(8 * 8 * 73))
+    assert make_game("go_9x9").policy_layout() is None and make_game("connect_four").policy_layout() is None
+    rng = np.random.default_rng(3)
+    state, board = chess_game.init(jax.random.PRNGKey(0)), chess.Board()
+    checked = Counter()
+    for _ in range(40):
+        obs = np.asarray(state.observation)
+        for a in np.flatnonzero(np.asarray(state.legal_action_mask)):
+            move = chess.Move.from_uci(chess_game.action_to_str(state, int(a)))
+            row, column = divmod(int(index[a]) // planes, 8)
+            mover_pieces = obs[row, column, :6]  # the mover's pawn, knight, bishop, rook, queen, king
+            assert mover_pieces.sum() == 1, (board.fen(), move.uci())
+            assert int(mover_pieces.argmax()) + 1 == board.piece_at(move.from_square).piece_type, (board.fen(), move)
+            checked["white" if board.turn else "black"] += 1
+        move = rng.choice(list(board.legal_moves))
+        state = chess_step(state, chess_game.parse_action(state, move.uci()))
+        board.push(move)
+        if board.is_game_over():
+            break
+    assert checked["white"] > 100 and checked["black"] > 100
+
+
 def test_chess_parse_errors(chess_game: Chess) -> None:
     state = chess_game.init(jax.random.PRNGKey(0))
     assert chess_game.action_to_str(state, chess_game.parse_action(state, " E2E4 ")) == "e2e4"

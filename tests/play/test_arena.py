@@ -206,6 +206,18 @@ def test_a_chess_checkpoint_agent_takes_lc0s_twofold_draws_from_its_spec(c4_quic
         parse_agent(f"{c4_quick_untrained}:8:twofold_draws=1", None, 64)
 
 
+def test_a_sai_checkpoint_agent_takes_the_sensible_agents_lambda_from_its_spec(c4_quick_untrained):
+    sai_model = Path(__file__).resolve().parents[2] / "results" / "models" / "go_7x7_sai"
+    player, game = parse_agent(f"{sai_model}:8:sensible_lambda=0.5", None, 64)
+    assert game == "go_7x7" and player.overrides == {"sensible_lambda": 0.5}
+    assert player.name.endswith(":8:sensible_lambda=0.5")
+    for bad in ("1.5", "-0.1", "half"):
+        with pytest.raises(ValueError, match=f"sensible_lambda needs a number in \\[0, 1\\], got '{bad}'"):
+            parse_agent(f"{sai_model}:8:sensible_lambda={bad}", None, 64)
+    with pytest.raises(ValueError, match="needs value_head='sai'"):
+        parse_agent(f"{c4_quick_untrained}:8:sensible_lambda=0.5", None, 64)
+
+
 @pytest.mark.slow
 def test_untrained_network_agents_play_legal_moves(c4):
     config = Config(num_blocks=1, num_channels=8, num_simulations=4, max_num_considered_actions=4)

@@ -215,6 +215,30 @@ def test_sgd_teaches_the_win_draw_loss_head_each_positions_result_below_what_a_c
     assert after["loss"] < 0.6 * before["loss"], (before, after)
 
 
+# ---------------------------------------------------------------- AlphaZero's convolutional chess policy head
+
+
+def _conv_chess_trainer(tiny_overrides: dict) -> Trainer:
+    config = preset("chess", **{**tiny_overrides, **LEARNING}, policy_head="conv")
+    return Trainer(config, devices=jax.devices()[:1])
+
+
+def _conv_chess_batch(trainer: Trainer) -> tuple[rb.Replay, float, float]:
+    return _random_targets_batch(trainer, seed=8)
+
+
+@pytest.mark.slow
+def test_sgd_teaches_the_convolutional_chess_policy_each_positions_move_below_what_a_constant_policy_can_reach(
+        tiny_overrides):
+    trainer = _conv_chess_trainer(tiny_overrides)
+    assert type(trainer.net.apply.__self__).__name__ == "PolicyValueNet" and trainer.net.policy_planes == 73
+    replay, constant_value_loss, constant_policy_loss = _conv_chess_batch(trainer)
+    before, after = _losses_before_and_after(trainer, replay)
+    # Each position's target is one of its own legal moves, read at that move's from-square and plane.
+    assert after["policy_loss"] < constant_policy_loss - 0.3, (before, after, constant_policy_loss)
+    assert after["value_loss"] < 0.5 * constant_value_loss, (before, after)
+
+
 # ---------------------------------------------------------------- the negative control, per head
 
 _HEADS = {  # head: (its trainer, its batch, the fixture of its tiny overrides)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import subprocess
@@ -52,8 +53,26 @@ def no_persistent_cache() -> Iterator[None]:
         compilation_cache.reset_cache()
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _drop_separate_runs_after_the_module() -> Iterator[None]:
+    yield
+    separate_run.cache_clear()
+    _trainer.cache_clear()
+
+
+@functools.cache
+def _trainer(config) -> Trainer:
+    """One trainer per config but its seed: `Trainer` reads the seed only through `init(seed)`, so one compiled step
+    serves every seed's separate run (each compiled afresh, without the persistent cache, as `no_persistent_cache`
+    says why)."""
+    return Trainer(config)
+
+
+@functools.cache
 def separate_run(config, steps: int = STEPS):
-    trainer = Trainer(config)
+    """The run `config` trains alone, for `steps` steps: (state, per-step metrics). Cached: the vmapped and the
+    unrolled sweep are each compared with the same separate runs."""
+    trainer = _trainer(config.replace(seed=0))
     metrics = []
     with no_persistent_cache():
         state = trainer.init(config.seed)
