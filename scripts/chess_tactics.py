@@ -126,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     positions = read_positions(args.positions)
     models = []
     for k, model in enumerate(args.models):
-        engine = Engine.from_checkpoint(model, visits=args.visits)
+        try:
+            engine = Engine.from_checkpoint(model, visits=args.visits)
+        except (ValueError, OSError) as e:  # CheckpointError too: a missing, corrupt or mismatched model
+            p.error(str(e))
         if not engine.game.has_fen:
             p.error(f"{model} plays {engine.game.name}, not chess")
         entry = dict(model=model, policy_head=engine.config.policy_head, value_head=engine.config.value_head,

@@ -379,6 +379,9 @@ def test_chess_tactics_finds_the_solving_moves_and_counts_the_mates_a_model_miss
         game.headers.update(White="random", Black="model:64")
         (arena / "games" / f"00_model_64_vs_random_{number:04d}.pgn").write_text(str(game))
     assert tactics.mates_missed(arena) == {"games": 2, "moves_with_a_mate_in_one": 3, "mates_in_one_played": 2}
+    with pytest.raises(SystemExit):  # argparse's one-line error: not a model directory
+        tactics.main([str(tmp_path / "no_model"), "--out", str(tmp_path / "never.json")])
+    assert not (tmp_path / "never.json").exists()
     out = tmp_path / "tactics.json"
     assert tactics.main([str(models["chess"]), "--visits", "4", "--games", str(arena), "--out", str(out)]) == 0
     (row,) = json.loads(out.read_text())["models"]
