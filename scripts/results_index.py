@@ -252,11 +252,11 @@ HEADLINE_ROWS: list[tuple[str, str, str, list[tuple[str, str]]]] = [
      "GNU Go level 1 (komi 7.5, 40 games, 128 simulations)",
      [("results/go_9x9/sai_pooled_from_7x7/arena_komi7.5/results.json", "gnugo-l1")]),
     ("Chess",
-     "`hour` preset (Lc0's win/draw/loss head, random openings): 567 steps in "
-     "[65 minutes](results/chess_hour/wdl_random_openings/train_log.txt), 2 CPU cores",
+     "`hour` preset (Lc0's win/draw/loss head, random openings, AlphaZero's conv policy head): 341 steps in "
+     "[60 minutes](results/chess_hour/conv_policy/train_log.txt), 2 CPU cores (shared with Go arenas and tests)",
      "one-ply material player / random play (40 games each, 64 simulations, chess's own rules)",
-     [("results/chess_hour/wdl_random_openings/arena/results.json", "material"),
-      ("results/chess_hour/wdl_random_openings/arena/results.json", "random")]),
+     [("results/chess_hour/conv_policy/arena/results.json", "material"),
+      ("results/chess_hour/conv_policy/arena/results.json", "random")]),
 ]
 
 
