@@ -249,8 +249,8 @@ HEADLINE_ROWS: list[tuple[str, str, str, list[tuple[str, str]]]] = [
      "the 7x7 network above (55 minutes) continued on 9x9: 1536 steps in "
      "[65 minutes](results/go_9x9/sai_pooled_from_7x7/train_log.txt), 2 CPU cores "
      "(shared with tests for about 30 of them)",
-     "GNU Go level 1 (komi 7.5, 40 games, 128 simulations)",
-     [("results/go_9x9/sai_pooled_from_7x7/arena_komi7.5/results.json", "gnugo-l1")]),
+     "GNU Go level 1 / level 10 (komi 7.5, 40 games each, 512 simulations, SAI's sensible agent at lambda 0.5)",
+     [("results/arena/go_9x9/results.json", "gnugo-l1"), ("results/arena/go_9x9/results.json", "gnugo-l10")]),
     ("Chess",
      "`hour` preset (Lc0's win/draw/loss head, random openings, AlphaZero's conv policy head): 341 steps in "
      "[60 minutes](results/chess_hour/conv_policy/train_log.txt), 2 CPU cores (shared with Go arenas and tests)",
