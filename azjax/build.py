@@ -55,21 +55,21 @@ from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec
 
 
 @functools.cache
-def _game(name: str, komi: float | None, start: str | None, adjudicate: tuple[int, float, str],
+def _game(name: str, komi: float | None, start: str | None, adjudicate: tuple[int, float, str, float],
           max_moves: int | None) -> Game:
     return make_game(name, komi=komi, start=start, adjudicate_plies=adjudicate[0], adjudicate_margin=adjudicate[1],
-                     adjudicate_result=adjudicate[2], max_moves=max_moves)
+                     adjudicate_result=adjudicate[2], adjudicate_scale=adjudicate[3], max_moves=max_moves)
 
 
 def game_named(name: str, komi: float | None = None, start: str | None = None, adjudicate_plies: int = 0,
-               adjudicate_margin: float = 3.0, adjudicate_result: str = "margin", *,
+               adjudicate_margin: float = 3.0, adjudicate_result: str = "margin", adjudicate_scale: float = 1.0, *,
                selfplay: bool = False) -> Game:
     """`make_game(name, ...)`, one object per setting (engines and arenas share compiled code). Go is played to its
     end (the cap `play_max_moves(name)`, far above any real game), or with self-play's cap (`selfplay`)."""
     if start in ("", "standard"):
         start = None  # the same game as no start at all: one object for both spellings
-    adjudicate = ((adjudicate_plies, float(adjudicate_margin), adjudicate_result) if adjudicate_plies
-                  else (0, 3.0, "margin"))
+    adjudicate = ((adjudicate_plies, float(adjudicate_margin), adjudicate_result, float(adjudicate_scale))
+                  if adjudicate_plies else (0, 3.0, "margin", 1.0))
     return _game(name, komi, start, adjudicate, None if selfplay else play_max_moves(name))
 
 
@@ -83,7 +83,7 @@ def config_game(config: Config) -> Game:
     Go's self-play move cap (pgx's size² x 2, `azjax.games.GO_SELFPLAY_MOVES_PER_POINT`)."""
     start = config.start if config.game == "chess" else None
     return game_named(config.game, config.komi, start, config.adjudicate_plies, config.adjudicate_margin,
-                      config.adjudicate_result, selfplay=True)
+                      config.adjudicate_result, config.adjudicate_scale, selfplay=True)
 
 
 def board_game(config: Config) -> Game:

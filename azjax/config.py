@@ -28,6 +28,9 @@ class Config:
     adjudicate_plies: int = 0
     adjudicate_margin: float = 3.0
     adjudicate_result: Literal["margin", "proportional"] = "margin"
+    # The adjudicated result times `adjudicate_scale` (1 = off): below 1 a material lead is worth less than the
+    # mate it should become, so the value and the search have a reason to convert it.
+    adjudicate_scale: float = 1.0
     # network
     num_blocks: int = 3
     num_channels: int = 32
@@ -199,6 +202,8 @@ class Config:
                              f"got {self.adjudicate_plies}")
         if self.adjudicate_margin <= 0:
             raise ValueError(f"adjudicate_margin must be > 0 pawns, got {self.adjudicate_margin}")
+        if not 0 < self.adjudicate_scale <= 1:
+            raise ValueError(f"adjudicate_scale must be in (0, 1] (1 = off), got {self.adjudicate_scale}")
         if self.adjudicate_result not in ADJUDICATE_RESULTS:
             raise ValueError(f"adjudicate_result must be one of {', '.join(ADJUDICATE_RESULTS)}, "
                              f"got {self.adjudicate_result!r}")
@@ -367,7 +372,8 @@ METHODS: tuple[Method, ...] = (
     Method("KataGo's global pooling", 9, ("global_pooling",), _set("global_pooling")),
     Method("Lc0's win/draw/loss head", 10, (), lambda c: c.value_head == "wdl"),  # value_head: listed under SAI
     Method("Lc0's two-fold draws", 11, ("twofold_draws",), _set("twofold_draws")),
-    Method("material adjudication", None, ("adjudicate_plies", "adjudicate_margin", "adjudicate_result"),
+    Method("material adjudication", None,
+           ("adjudicate_plies", "adjudicate_margin", "adjudicate_result", "adjudicate_scale"),
            _set("adjudicate_plies")),
     Method("q-mixed value targets", None, ("value_target_q_weight", "value_target_q"), _set("value_target_q_weight")),
     Method("weight averaging (SWA)", None, ("swa_decay",), _set("swa_decay")),

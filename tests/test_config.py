@@ -66,6 +66,7 @@ def test_preset_overrides_and_errors() -> None:
         ({"game": "go_9x9", "adjudicate_plies": 200}, "adjudicate_plies .* applies to chess only"),
         ({"game": "chess", "adjudicate_plies": 600}, "adjudicate_plies must be in"),
         ({"game": "chess", "adjudicate_plies": 200, "adjudicate_margin": 0.0}, "adjudicate_margin"),
+        ({"game": "chess", "adjudicate_plies": 200, "adjudicate_scale": 1.5}, "adjudicate_scale must be in"),
         ({"game": "go_9x9", "twofold_draws": True}, "twofold_draws applies to chess only"),
     ],
 )

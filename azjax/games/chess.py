@@ -95,6 +95,7 @@ class Chess(Game):
     adjudicate_plies: int = 0
     adjudicate_margin: float = 3.0
     adjudicate_result: str = "margin"  # or "proportional" (`material_result`)
+    adjudicate_scale: float = 1.0  # the adjudicated result times this: below 1 a lead is worth less than a mate
     has_fen: ClassVar[bool] = True
     notation_reads_position: ClassVar[bool] = True  # the mover's side and pawn promotions
     record_format: ClassVar[str] = "pgn"
@@ -122,6 +123,8 @@ class Chess(Game):
         if self.adjudicate_plies:
             at_cap = ~env.terminated & (env._step_count >= self.adjudicate_plies)
             mover_result = material_result(env._x.board, self.adjudicate_margin, self.adjudicate_result)
+            if self.adjudicate_scale != 1.0:  # off: the same program as before the switch
+                mover_result = mover_result * self.adjudicate_scale
             rewards = jnp.where(jnp.arange(2) == env.current_player, mover_result, -mover_result)  # by player id
             env = env.replace(
                 terminated=env.terminated | at_cap,

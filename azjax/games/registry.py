@@ -30,7 +30,8 @@ def play_max_moves(name: str) -> int | None:
 
 
 def make_game(name: str, *, komi: float | None = None, start: str | None = None, adjudicate_plies: int = 0,
-              adjudicate_margin: float = 3.0, adjudicate_result: str = "margin", max_moves: int | None = None) -> Game:
+              adjudicate_margin: float = 3.0, adjudicate_result: str = "margin", adjudicate_scale: float = 1.0,
+              max_moves: int | None = None) -> Game:
     """The game `name` from the registry.
 
     Args:
@@ -42,6 +43,8 @@ def make_game(name: str, *, komi: float | None = None, start: str | None = None,
         the side this many pawns ahead in material, else drawn (0 = off: chess's own rules).
       adjudicate_result: chess only; "margin" (the above) or "proportional" (the lead / margin, clipped to
         [-1, 1]; `material_result`).
+      adjudicate_scale: chess only; the adjudicated result times this, in (0, 1] (1: as it is), so a material
+        lead is worth less than a mate.
       max_moves: Go only; the move cap, after which a game ends scored where it stands (default: self-play's,
         `GO_SELFPLAY_MOVES_PER_POINT` x size², pgx's own; `play_max_moves(name)` is the cap of played games).
     """
@@ -59,6 +62,8 @@ def make_game(name: str, *, komi: float | None = None, start: str | None = None,
         raise ValueError(f"max_moves must be >= 1, got {max_moves}")
     if adjudicate_result not in ADJUDICATE_RESULTS:
         raise ValueError(f"adjudicate_result must be one of {', '.join(ADJUDICATE_RESULTS)}, got {adjudicate_result!r}")
+    if not 0 < adjudicate_scale <= 1:
+        raise ValueError(f"adjudicate_scale must be in (0, 1] (1 = off), got {adjudicate_scale}")
     if not 0 <= adjudicate_plies < MAX_CHESS_PLIES:
         raise ValueError(f"adjudicate_plies must be in [0, {MAX_CHESS_PLIES}) (0 = off), got {adjudicate_plies}")
     if name == "connect_four":
@@ -75,4 +80,4 @@ def make_game(name: str, *, komi: float | None = None, start: str | None = None,
     check_fen(fen)  # validate now, with a clear error (the pgx state is built on the first `init`)
     return Chess(name=name, env=pgx.make("chess"), max_moves=adjudicate_plies or MAX_CHESS_PLIES, start_fen=fen,
                  adjudicate_plies=adjudicate_plies, adjudicate_margin=float(adjudicate_margin),
-                 adjudicate_result=adjudicate_result)
+                 adjudicate_result=adjudicate_result, adjudicate_scale=float(adjudicate_scale))

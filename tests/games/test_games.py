@@ -653,6 +653,21 @@ def test_chess_proportional_adjudication_scores_the_lead_in_units_of_the_margin(
     assert float(end.rewards[1 - ahead]) == pytest.approx(-expected)
 
 
+@pytest.mark.parametrize("result, lead", [("margin", 1.0), ("proportional", 0.75)])
+def test_chess_adjudicate_scale_shrinks_adjudicated_results_only(result: str, lead: float) -> None:
+    """At `adjudicate_scale` 0.5 a knight up at the cap scores half of what it scores at 1, and a mate at the cap
+    still scores a whole win: a material lead is worth less than the mate it should become."""
+    (end,) = _play_uci(make_game("chess", start="knight_odds", adjudicate_plies=1, adjudicate_margin=4.0 if
+                                 result == "proportional" else 3.0, adjudicate_result=result, adjudicate_scale=0.5),
+                       ["e2e4"], start=ODDS_FENS["knight_odds"])
+    ahead = int(end.current_player)
+    assert float(end.rewards[ahead]) == pytest.approx(lead / 2) and float(end.rewards[1 - ahead]) == pytest.approx(
+        -lead / 2)
+    fen = SPECIAL_FENS["back-rank mate in one"]
+    (mate,) = _play_uci(make_game("chess", start=fen, adjudicate_plies=1, adjudicate_scale=0.5), ["a1a8"], start=fen)
+    assert float(mate.rewards[1 - int(mate.current_player)]) == 1.0
+
+
 def test_chess_adjudication_keeps_real_endings() -> None:
     """A mate is scored by the rules, not by material: White mates with a rook against three pawns, 2 pawns
     ahead, which at margin 3 material would call a draw."""
@@ -667,6 +682,7 @@ def test_chess_adjudication_keeps_real_endings() -> None:
     (dict(name="go_7x7", adjudicate_plies=100), "material adjudication applies to chess only"),
     (dict(name="chess", adjudicate_plies=512), r"adjudicate_plies must be in \[0, 512\)"),
     (dict(name="chess", adjudicate_plies=-1), r"adjudicate_plies must be in \[0, 512\)"),
+    (dict(name="chess", adjudicate_plies=100, adjudicate_scale=0.0), r"adjudicate_scale must be in \(0, 1\]"),
     (dict(name="chess", adjudicate_plies=100, adjudicate_result="sign"), "adjudicate_result must be one of"),
 ])
 def test_chess_adjudication_bad_settings_are_named(kwargs: dict[str, Any], message: str) -> None:
