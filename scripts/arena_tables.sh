@@ -4,6 +4,7 @@
 # against random play and a one-ply material player. Each writes results.json (pairings,
 # maximum-likelihood Elo with 95% intervals, the command) and the games.
 #   bash scripts/arena_tables.sh [connect_four|go_7x7|go_9x9|chess]...   (default: all)
+{  # one block: bash reads it whole before running it, so an edit to this file cannot change a run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GNUGO=$(command -v gnugo || echo /usr/games/gnugo)
@@ -50,3 +51,5 @@ for table in "${tables[@]}"; do
   *) echo "unknown table $table (connect_four, go_7x7, go_9x9, chess)" >&2; exit 2 ;;
   esac
 done
+exit
+}

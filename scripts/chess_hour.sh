@@ -7,6 +7,7 @@
 #   $OUT/{config.json,metrics.csv,curves.png,train_log.txt,command.txt}, $OUT/model/ (the exported network)
 #   $OUT/arena/{results.json,games/,endings.json}, $OUT/material_values.jsonl
 # Arguments are passed on to `azjax train` (a variant: `OUT=... bash scripts/chess_hour.sh --n_scl 5`).
+{  # one block: bash reads it whole before running it, so an edit to this file cannot change a run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/chess_hour_$(date +%Y%m%d_%H%M%S)}
@@ -27,3 +28,5 @@ azjax arena "$OUT/model:64" random material \
   "stockfish-elo1350=uci:$STOCKFISH:UCI_LimitStrength=true,UCI_Elo=1350,movetime=100" \
   --gauntlet --games 40 --random_opening_plies 2 --out_dir "$OUT/arena"
 python scripts/chess_endings.py "$OUT/arena"
+exit
+}

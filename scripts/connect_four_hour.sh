@@ -10,6 +10,7 @@
 # to `azjax train` (a variant of the preset: `OUT=... MODEL= bash scripts/connect_four_hour.sh --swa_decay 0.99`);
 # MODEL= (empty) leaves results/models alone. The command run is written to $OUT/command.txt.
 # Needs open-spiel (pip install open-spiel), a script-only dependency.
+{  # one block: bash reads it whole before running it, so an edit to this file cannot change a run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/connect_four_hour_$(date +%Y%m%d_%H%M%S)}
@@ -30,3 +31,5 @@ if [[ -n "$MODEL" ]]; then
   mkdir -p "$MODEL"
   cp "$OUT"/model/* "$MODEL"/  # the folder's README.md stays
 fi
+exit
+}

@@ -7,6 +7,7 @@
 #   OUT=results/go_9x9/from_7x7 bash scripts/go_9x9_from_7x7.sh
 # Writes $OUT/7x7/ (the first stage, no arena) and $OUT/ as scripts/go_from_scratch.sh does. Both stages' minutes
 # count toward the two hours: SEVEN_MINUTES (default 55) and NINE_MINUTES (default 65).
+{  # one block: bash reads it whole before running it, so an edit to this file cannot change a run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-results/go_9x9/from_7x7}
@@ -17,3 +18,5 @@ GAME=go_7x7 PRESET=sai MINUTES=${SEVEN_MINUTES:-55} LEVELS="" RUN=$RUNS/7x7 OUT=
   --score_loss_weight 0.1
 GAME=go_9x9 PRESET=sai MINUTES=${NINE_MINUTES:-65} VISITS=$VISITS LEVELS="1 10" RUN=$RUNS/9x9 OUT=$OUT \
   bash scripts/go_from_scratch.sh --init_from "$OUT/7x7/model"
+exit
+}

@@ -11,6 +11,7 @@
 # Arguments are passed on to `azjax train` (e.g. `--ownership_loss_weight 1.5 --score_loss_weight 0.1`, or
 # `--init_from results/models/go_7x7_...` for a warm start whose own training time must be counted too).
 #   GAME=go_9x9 PRESET=quick MINUTES=150 OUT=results/go_9x9/katago_aux bash scripts/go_from_scratch.sh --ownership_loss_weight 1.5
+{  # one block: bash reads it whole before running it, so an edit to this file cannot change a run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GAME=${GAME:-go_9x9}
@@ -44,3 +45,5 @@ for komi in $KOMIS; do
   azjax arena "$OUT/model:$VISITS" "${opponents[@]}" \
     --gauntlet --games 40 --random_opening_plies 2 --komi "$komi" --out_dir "$OUT/arena_komi$komi"
 done
+exit
+}

@@ -9,6 +9,7 @@
 #   plan_GAME:S    `azjax plan --preset full --compile` (XLA's memory analysis and the compile time)
 #   sweep:S        scripts/bench_sweep.py --seeds 8 --steps 20
 # The first loan (results/gpu/NVIDIA_H200/loan_2026-11-26.json) measured what each costs on an H200.
+{  # one block: bash reads it whole before running it, so an edit to this file cannot change a run
 set -uo pipefail
 cd "$(dirname "$0")/.."
 RET=${OUT:-/tmp/gpu_loan_out}
@@ -47,3 +48,5 @@ for item in "$@"; do
 done
 tar czf "$RET/gpu_loan.tgz" -C /tmp gpu_loan
 ls -la "$RET"
+exit
+}

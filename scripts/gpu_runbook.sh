@@ -12,6 +12,7 @@
 #
 #   bash scripts/gpu_runbook.sh plan bench        # on a GPU, then: start, sweep, train
 #   bash scripts/gpu_runbook.sh --tiny            # toy sizes on any machine, every phase (tests/test_runbook.py)
+{  # one block: bash reads it whole before running it, so an edit to this file cannot change a run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TINY=0
@@ -103,3 +104,5 @@ for phase in "${phases[@]}"; do
   esac
 done
 echo "run-book output: $OUT" >&2
+exit
+}

@@ -4,6 +4,7 @@
 # They show that the heads stay alive and what an hour of CPU buys; the strength tables are in
 # results/arena/go_9x9 and results/arena/chess (scripts/arena_tables.sh).
 #   bash scripts/light_models.sh [go_9x9|chess]...   (default: both)
+{  # one block: bash reads it whole before running it, so an edit to this file cannot change a run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 games=("$@"); [ ${#games[@]} -gt 0 ] || games=(go_9x9 chess)
@@ -36,3 +37,5 @@ ${secs} s on $(nproc) CPU cores ($(date -u +%Y-%m-%d)), exported with the run's 
 results/arena/$g (scripts/arena_tables.sh $g).
 MD
 done
+exit
+}

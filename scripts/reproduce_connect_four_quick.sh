@@ -7,6 +7,7 @@
 #   results/models/connect_four_quick/{config.json,params.msgpack}
 # The committed run mixed the root's mean value into its value targets (it predates value_target_q; see
 # azjax/config.py), so this script trains with `--value_target_q root`; the preset's default is now "policy".
+{  # one block: bash reads it whole before running it, so an edit to this file cannot change a run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/connect_four_quick_$(date +%Y%m%d_%H%M%S)}
@@ -21,3 +22,5 @@ for sims in 64 256; do
     --out "$OUT/eval_vs_mcts200_sims$sims.json"
 done
 cp "$RUN"/{curves.png,metrics.csv,eval.csv,config.json} "$OUT/"
+exit
+}

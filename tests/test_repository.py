@@ -39,3 +39,27 @@ def test_pons_sets_ship_inside_the_package_whole() -> None:
     assert Path(PONS_DATA).is_relative_to(ROOT / "azjax")
     assert len(rows) == 6000 and {r["set"] for r in rows} == set(PONS_SETS)
     assert all(sum(r["set"] == s for r in rows) == 1000 for s in PONS_SETS)
+
+
+BLOCK_OPEN = "{  # one block: bash reads it whole before running it, so an edit to this file cannot change a run"
+
+
+def test_every_shell_script_is_one_block_read_before_it_runs() -> None:
+    """Bash reads a script as it runs it: an edit made during an hour-long run used to change what the run did next.
+    Each script's body is one { ... } group ending in `exit`, which bash parses whole before running any of it."""
+    scripts = [p for p in tracked("scripts") if p.suffix == ".sh"]
+    assert len(scripts) >= 8
+    unguarded = [p.name for p in scripts
+                 if BLOCK_OPEN not in p.read_text().splitlines() or p.read_text().splitlines()[-2:] != ["exit", "}"]]
+    assert not unguarded, f"scripts not wrapped in one block: {unguarded}"
+
+
+def test_a_script_in_one_block_runs_as_it_was_when_it_started(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    # The script rewrites itself in place (the same file, as an editor saving it does), then echoes.
+    edit = 'text=$(sed "s/first/edited/" "$0"); printf "%s\\n" "$text" > "$0"\necho first\n'
+    for block in (True, False):
+        script.write_text("#!/usr/bin/env bash\n" + (f"{BLOCK_OPEN}\n{edit}exit\n}}\n" if block else edit))
+        out = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True).stdout
+        assert "echo edited" in script.read_text()  # the file changed in both cases
+        assert out == ("first\n" if block else "edited\n")  # the run in one block did not; the plain one did
