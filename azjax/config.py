@@ -528,10 +528,15 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         # Sized to fit 40 GB (A100 40 GB, TPU v4 32 GB): a chess position keeps a 4672-move policy and 119 planes
         # (48 kB in the replay), and the search tree a full pgx state per node (`azjax plan`: results/plan/). With
         # 1024 games and 500k positions it needed 56 GiB per device, an 80 GB card.
+        # The methods that made the `hour` preset learn come along (untried at this size): the conv policy head,
+        # the win/draw/loss head, random openings, q-mixed value targets, averaged weights, and material
+        # adjudication at a longer cap, for a young network's games are mostly drawn at any size.
         "full": dict(num_blocks=10, num_channels=128, num_simulations=200, num_envs=512,
                      moves_per_step=16, replay_size=200_000, min_replay_size=50_000, batch_size=1024,
                      sgd_steps_per_step=8, num_steps=50000, temperature_moves=30, eval_every=0,
-                     compute_dtype="bfloat16"),
+                     compute_dtype="bfloat16", policy_head="conv", value_head="wdl", random_opening_plies=12,
+                     adjudicate_plies=200, adjudicate_margin=3.0, adjudicate_result="proportional",
+                     value_target_q_weight=0.5, swa_decay=0.99),
     },
 }
 
