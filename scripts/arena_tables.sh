@@ -40,13 +40,16 @@ for table in "${tables[@]}"; do
       "gnugo-l10=gtp:$GNU --level 10" --gauntlet --games 40 --random_opening_plies 2 --komi 7.5 \
       --out_dir results/arena/go_9x9 ;;
   chess)
-    # The CPU-trained chess model (see results/models/chess_quick/README.md) with a 64-simulation
-    # search against random play and the one-ply material player, 40 games a pairing (2 random
-    # opening plies, colours alternating); then its values a queen up and a queen down, each side to
-    # move (results/arena/chess/material_positions.txt), as `azjax analyze` reads them.
-    azjax arena results/models/chess_quick:64 random material --gauntlet --games 40 --random_opening_plies 2 \
-      --out_dir results/arena/chess
-    azjax analyze --checkpoint results/models/chess_quick --visits 64 \
+    # The chess model trained from scratch in 100 CPU minutes (results/models/chess_hour/README.md) with a
+    # 64-simulation search against random play, the one-ply material player and Stockfish at UCI_Elo 1350, 40 games
+    # a pairing (2 random opening plies, colours alternating) under chess's own rules; then its values a queen up and
+    # a queen down, each side to move (results/arena/chess/material_positions.txt), as `azjax analyze` reads them.
+    # The hour-trained chess_quick model's table is chess_quick/.
+    STOCKFISH=$(command -v stockfish || echo /usr/games/stockfish)
+    azjax arena results/models/chess_hour:64 random material \
+      "stockfish-elo1350=uci:$STOCKFISH:UCI_LimitStrength=true,UCI_Elo=1350,movetime=100" \
+      --gauntlet --games 40 --random_opening_plies 2 --out_dir results/arena/chess
+    azjax analyze --checkpoint results/models/chess_hour --visits 64 \
       --positions results/arena/chess/material_positions.txt --out results/arena/chess/material_values.jsonl ;;
   *) echo "unknown table $table (connect_four, go_7x7, go_9x9, chess)" >&2; exit 2 ;;
   esac

@@ -252,11 +252,11 @@ HEADLINE_ROWS: list[tuple[str, str, str, list[tuple[str, str]]]] = [
      "GNU Go level 1 / level 10 (komi 7.5, 40 games each, 512 simulations, SAI's sensible agent at lambda 0.5)",
      [("results/arena/go_9x9/results.json", "gnugo-l1"), ("results/arena/go_9x9/results.json", "gnugo-l10")]),
     ("Chess",
-     "`hour` preset (Lc0's win/draw/loss head, random openings, AlphaZero's conv policy head): 341 steps in "
-     "[60 minutes](results/chess_hour/conv_policy/train_log.txt), 2 CPU cores (shared with Go arenas and tests)",
+     "`hour` preset (Lc0's win/draw/loss head, random openings, AlphaZero's conv policy head, adjudicated leads at "
+     "half a win): 854 steps in [100 minutes](results/chess_hour/adjudicate_scale/train_log.txt), 2 CPU cores",
      "one-ply material player / random play (40 games each, 64 simulations, chess's own rules)",
-     [("results/chess_hour/conv_policy/arena/results.json", "material"),
-      ("results/chess_hour/conv_policy/arena/results.json", "random")]),
+     [("results/chess_hour/adjudicate_scale/arena/results.json", "material"),
+      ("results/chess_hour/adjudicate_scale/arena/results.json", "random")]),
 ]
 
 
