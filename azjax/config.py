@@ -512,7 +512,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                       moves_per_step=16, replay_size=32768, min_replay_size=4096, batch_size=256,
                       sgd_steps_per_step=4, num_steps=400, temperature_moves=20, eval_every=0,
                       dirichlet_alpha=0.3, adjudicate_plies=160, adjudicate_margin=3.0, swa_decay=0.99),
-        # Sized for about 65 minutes on 2 CPU cores split into 2 devices (scripts/chess_hour.sh). Games end at
+        # Sized for about 100 minutes on 2 CPU cores split into 2 devices (scripts/chess_hour.sh). Games end at
         # 100 plies scored by the material lead (a lead of 3 pawns or more a win, smaller ones a part of one),
         # so nearly every game teaches the value something; each position is trained on about twice. Lc0's
         # win/draw/loss head and 0-12 random opening plies: the run with them played better and valued material
@@ -524,7 +524,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         # games, the run without in 4 (60 contended minutes; the two differ in length too).
         "hour": dict(num_blocks=4, num_channels=32, num_simulations=16, num_envs=128,
                      moves_per_step=8, replay_size=65536, min_replay_size=4096, batch_size=256,
-                     sgd_steps_per_step=8, num_steps=850, temperature_moves=20, eval_every=0,
+                     sgd_steps_per_step=8, num_steps=870, temperature_moves=20, eval_every=0,
                      dirichlet_alpha=0.3, adjudicate_plies=100, adjudicate_margin=3.0,
                      adjudicate_result="proportional", value_target_q_weight=0.5, swa_decay=0.99,
                      checkpoint_every=100, value_head="wdl", random_opening_plies=12, policy_head="conv",

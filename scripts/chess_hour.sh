@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Chess from scratch on a CPU: trains the chess `hour` preset for at most $MINUTES minutes (default 65) with the
+# Chess from scratch on a CPU: trains the chess `hour` preset for at most $MINUTES minutes (default 100, as results/models/chess_hour) with the
 # CPU split into two JAX devices (AZJAX_CPU_DEVICES, azjax.hosts.split_host_cpu), one per core; then plays the
 # final network (64 simulations, chess's own rules: no adjudication) against random play, the one-ply material
 # player and Stockfish at UCI_Elo 1350 (40 games each, 2 random opening plies, colours alternating), and reads
@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/chess_hour_$(date +%Y%m%d_%H%M%S)}
 OUT=${OUT:-results/chess_hour/proportional}
-MINUTES=${MINUTES:-65}
+MINUTES=${MINUTES:-100}
 STOCKFISH=$(command -v stockfish || echo /usr/games/stockfish)
 export AZJAX_CPU_DEVICES="${AZJAX_CPU_DEVICES:-2}"
 mkdir -p "$OUT"

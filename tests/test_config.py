@@ -220,6 +220,13 @@ def test_the_9x9_sai_preset_is_the_committed_9x9_models_recipe_but_its_warm_star
         assert getattr(preset("go_9x9", "sai"), name) == getattr(seven, name), name
 
 
+def test_the_chess_hour_preset_is_the_committed_chess_models_recipe():
+    """`scripts/chess_hour.sh` with its defaults trains what results/models/chess_hour was trained with."""
+    repo = Path(__file__).resolve().parents[1]
+    committed = Config.from_json((repo / "results" / "models" / "chess_hour" / "config.json").read_text())
+    assert preset("chess", "hour") == committed
+
+
 def test_the_replay_ratio_names_positions_trained_per_position_played_and_sets_the_sgd_steps():
     quick = preset("go_9x9", "quick")  # 2 SGD steps of 256 per 128 games x 8 moves
     assert quick.replay_ratio == 0.5
