@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Chess from scratch on a CPU: trains the chess `hour` preset for at most $MINUTES minutes (default 100, as results/models/chess_hour) with the
-# CPU split into two JAX devices (AZJAX_CPU_DEVICES, azjax.hosts.split_host_cpu), one per core; then plays the
+# Chess from scratch on a CPU: trains the chess `hour` preset for at most $MINUTES minutes (default 100, as
+# results/models/chess_hour was trained) with the CPU split into two JAX devices (AZJAX_CPU_DEVICES,
+# azjax.hosts.split_host_cpu), one per core; then plays the
 # final network (64 simulations, chess's own rules: no adjudication) against random play, the one-ply material
 # player and Stockfish at UCI_Elo 1350 (40 games each, 2 random opening plies, colours alternating), and reads
 # its values a queen up and a queen down (results/arena/chess/material_positions.txt). Writes:

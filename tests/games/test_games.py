@@ -657,12 +657,13 @@ def test_chess_proportional_adjudication_scores_the_lead_in_units_of_the_margin(
 def test_chess_adjudicate_scale_shrinks_adjudicated_results_only(result: str, lead: float) -> None:
     """At `adjudicate_scale` 0.5 a knight up at the cap scores half of what it scores at 1, and a mate at the cap
     still scores a whole win: a material lead is worth less than the mate it should become."""
-    (end,) = _play_uci(make_game("chess", start="knight_odds", adjudicate_plies=1, adjudicate_margin=4.0 if
-                                 result == "proportional" else 3.0, adjudicate_result=result, adjudicate_scale=0.5),
-                       ["e2e4"], start=ODDS_FENS["knight_odds"])
+    margin = 4.0 if result == "proportional" else 3.0  # a knight up: 0.75 of a win, or a whole one
+    game = make_game("chess", start="knight_odds", adjudicate_plies=1, adjudicate_margin=margin,
+                     adjudicate_result=result, adjudicate_scale=0.5)
+    (end,) = _play_uci(game, ["e2e4"], start=ODDS_FENS["knight_odds"])
     ahead = int(end.current_player)
-    assert float(end.rewards[ahead]) == pytest.approx(lead / 2) and float(end.rewards[1 - ahead]) == pytest.approx(
-        -lead / 2)
+    assert float(end.rewards[ahead]) == pytest.approx(lead / 2)
+    assert float(end.rewards[1 - ahead]) == pytest.approx(-lead / 2)
     fen = SPECIAL_FENS["back-rank mate in one"]
     (mate,) = _play_uci(make_game("chess", start=fen, adjudicate_plies=1, adjudicate_scale=0.5), ["a1a8"], start=fen)
     assert float(mate.rewards[1 - int(mate.current_player)]) == 1.0
