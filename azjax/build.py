@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -54,11 +54,21 @@ from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec
 # ---------------------------------------------------------------- games
 
 
+class Adjudication(NamedTuple):
+    """Self-play's material adjudication (`Config.adjudicate_*`); `plies` 0 is none, whatever the rest says."""
+
+    plies: int = 0
+    margin: float = 3.0
+    result: str = "margin"
+    scale: float = 1.0
+
+
 @functools.cache
-def _game(name: str, komi: float | None, start: str | None, adjudicate: tuple[int, float, str, float],
+def _game(name: str, komi: float | None, start: str | None, adjudication: Adjudication,
           max_moves: int | None) -> Game:
-    return make_game(name, komi=komi, start=start, adjudicate_plies=adjudicate[0], adjudicate_margin=adjudicate[1],
-                     adjudicate_result=adjudicate[2], adjudicate_scale=adjudicate[3], max_moves=max_moves)
+    return make_game(name, komi=komi, start=start, adjudicate_plies=adjudication.plies,
+                     adjudicate_margin=adjudication.margin, adjudicate_result=adjudication.result,
+                     adjudicate_scale=adjudication.scale, max_moves=max_moves)
 
 
 def game_named(name: str, komi: float | None = None, start: str | None = None, adjudicate_plies: int = 0,
@@ -68,9 +78,10 @@ def game_named(name: str, komi: float | None = None, start: str | None = None, a
     end (the cap `play_max_moves(name)`, far above any real game), or with self-play's cap (`selfplay`)."""
     if start in ("", "standard"):
         start = None  # the same game as no start at all: one object for both spellings
-    adjudicate = ((adjudicate_plies, float(adjudicate_margin), adjudicate_result, float(adjudicate_scale))
-                  if adjudicate_plies else (0, 3.0, "margin", 1.0))
-    return _game(name, komi, start, adjudicate, None if selfplay else play_max_moves(name))
+    # Without adjudication the other fields change nothing: one cached object for all of them.
+    adjudication = (Adjudication(adjudicate_plies, float(adjudicate_margin), adjudicate_result, float(adjudicate_scale))
+                    if adjudicate_plies else Adjudication())
+    return _game(name, komi, start, adjudication, None if selfplay else play_max_moves(name))
 
 
 def play_game(config: Config) -> Game:
