@@ -44,11 +44,12 @@ from azjax.methods.alphazero import (
     ValueHead,
 )
 from azjax.methods.go_exploit import ArchiveStarts
+from azjax.methods.moves_left import MovesLeftTargets, MovesLeftValue
 from azjax.methods.playout_cap import PlayoutCapSearch
 from azjax.methods.random_openings import RandomOpenings
 from azjax.methods.tdleaf import TDLeafTargets
 from azjax.methods.wdl import WinDrawLossValue
-from azjax.network import PolicyValueNet
+from azjax.network import PolicyValueNet, with_moves_left
 from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec
 
 # ---------------------------------------------------------------- games
@@ -128,6 +129,7 @@ def make_network(config: Config, game: Game) -> PolicyValueNet:
         colour_plane=config.colour_plane,
         aux_heads=has_auxiliary_targets(config),
         global_pooling=config.global_pooling,
+        moves_left_head=config.moves_left_loss_weight > 0,
         **_policy_layout(config, game),
     )
 
@@ -155,16 +157,19 @@ def init_params(net: PolicyValueNet, game: Game, key: jax.Array) -> Any:
 def value_head(config: Config, like: Config | None = None) -> ValueHead:
     """How network outputs become a value. AlphaZero: tanh. SAI (`value_head="sai"`): the winrate 2 rho(0) - 1
     of the player to move, or with `sensible_lambda` > 0 the sensible agent. Leela Chess Zero (`value_head="wdl"`):
-    P(win) - P(loss) of a win/draw/loss head.
+    P(win) - P(loss) of a win/draw/loss head. With Lc0's moves-left head (`moves_left_loss_weight` > 0) the
+    search's values of tanh or win/draw/loss are adjusted for the plies each line is expected to last.
 
     `like` (here and in the seam builders below): the config whose switches pick the components, `config`
     the one whose values fill them; they differ in a sweep, where values ride a traced run axis."""
     like = like or config
     if like.value_head == "sai":
         return sai.SigmoidKomiValue(sensible_lambda=config.sensible_lambda, sensible=like.sensible_lambda > 0)
-    if like.value_head == "wdl":
-        return WinDrawLossValue()
-    return TanhValue()
+    value: ValueHead = WinDrawLossValue() if like.value_head == "wdl" else TanhValue()
+    if like.moves_left_loss_weight > 0:
+        value = MovesLeftValue(inner=value, moves_left_apply=with_moves_left, slope=config.moves_left_slope,
+                               max_effect=config.moves_left_max_effect)
+    return value
 
 
 def game_starts(config: Config, game: Game, net: PolicyValueNet, like: Config | None = None) -> GameStarts:
@@ -210,9 +215,11 @@ def targets(config: Config, like: Config | None = None) -> Targets:
 
 
 def auxiliary_targets(config: Config, game: Game, like: Config | None = None) -> AuxiliaryTargets:
-    """What else finished games teach: nothing (AlphaZero), or KataGo's final ownership and score margin
-    (`ownership_loss_weight` or `score_loss_weight` > 0; Go)."""
+    """What else finished games teach: nothing (AlphaZero), KataGo's final ownership and score margin
+    (`ownership_loss_weight` or `score_loss_weight` > 0; Go), or Lc0's plies left (`moves_left_loss_weight` > 0)."""
     like = like or config
+    if like.moves_left_loss_weight > 0:
+        return MovesLeftTargets(weight=config.moves_left_loss_weight)
     if has_auxiliary_targets(like):
         return katago_aux.OwnershipScoreTargets(size=game.observation_shape[0],
                                                 ownership_weight=config.ownership_loss_weight,

@@ -107,6 +107,13 @@ class Config:
     # 0 = off (AlphaZero: no extra heads). A config.json without them is a model saved before they existed (off).
     ownership_loss_weight: float = 0.0
     score_loss_weight: float = 0.0
+    # Leela Chess Zero's moves-left head (azjax.methods.moves_left): a head learns the plies each position's game
+    # went on for, its Huber loss weighted by this (recommended 0.1); 0 = off (AlphaZero: no head). The search
+    # then prefers shorter lines when winning and longer ones when losing: lc0's slope (value a ply) and its cap,
+    # max_effect (0 = the head trains, the search ignores it).
+    moves_left_loss_weight: float = 0.0
+    moves_left_slope: float = 0.0027
+    moves_left_max_effect: float = 0.0345
     # Warm start (azjax.train.warm_start): a model or run directory whose layers of the same shape this run starts
     # from (the trunk and the heads' convolutions carry over between board sizes); "" = off (fresh weights).
     init_from: str = ""
@@ -260,6 +267,20 @@ class Config:
                 raise ValueError(f"{name} (KataGo's ownership and score targets) applies to Go only, not {self.game!r}")
             if getattr(self, name) > 0 and self.legacy_heads:
                 raise ValueError(f"{name} needs the normalised heads (legacy_heads=False)")
+        if self.moves_left_loss_weight < 0:
+            raise ValueError(f"moves_left_loss_weight must be >= 0 (0 = off), got {self.moves_left_loss_weight}")
+        if self.moves_left_slope < 0:
+            raise ValueError(f"moves_left_slope must be >= 0, got {self.moves_left_slope}")
+        if not 0 <= self.moves_left_max_effect < 1:
+            raise ValueError(f"moves_left_max_effect must be in [0, 1) (0 = the search ignores the head), "
+                             f"got {self.moves_left_max_effect}")
+        if self.moves_left_loss_weight > 0:
+            if self.ownership_loss_weight > 0 or self.score_loss_weight > 0:
+                raise ValueError("moves_left_loss_weight does not combine with KataGo's ownership and score targets "
+                                 "(one auxiliary target at a time)")
+            if self.value_head == "sai" or self.legacy_heads:
+                raise ValueError("moves_left_loss_weight needs the tanh or win/draw/loss value head with normalised "
+                                 "heads (not value_head='sai', not legacy_heads)")
         if self.dirichlet_alpha <= 0:
             raise ValueError(f"dirichlet_alpha must be > 0, got {self.dirichlet_alpha}")
         if not 0 <= self.swa_decay < 1:
@@ -372,6 +393,8 @@ METHODS: tuple[Method, ...] = (
     Method("KataGo's global pooling", 9, ("global_pooling",), _set("global_pooling")),
     Method("Lc0's win/draw/loss head", 10, (), lambda c: c.value_head == "wdl"),  # value_head: listed under SAI
     Method("Lc0's two-fold draws", 11, ("twofold_draws",), _set("twofold_draws")),
+    Method("Lc0's moves-left head", 12, ("moves_left_loss_weight", "moves_left_slope", "moves_left_max_effect"),
+           _set("moves_left_loss_weight")),
     Method("material adjudication", None,
            ("adjudicate_plies", "adjudicate_margin", "adjudicate_result", "adjudicate_scale"),
            _set("adjudicate_plies")),

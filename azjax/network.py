@@ -9,6 +9,9 @@
     outputs, variables = aux_net.apply(params, observation, mutable=[AUXILIARY])   # aux_heads=True (KataGo)
     auxiliary_outputs(variables)  # {"ownership_logit": [B, H, W], "score": [B] points}, for the player to move
 
+    outputs, moves_left = with_moves_left(mlh_net.apply)(params, observation)   # moves_left_head=True (Lc0)
+    # moves_left [B] > 0: the plies the game has left
+
 The network knows no config: `azjax.build` makes it from one (`make_network`) and reads its outputs as a
 search value (`make_evaluator`).
 
@@ -95,6 +98,8 @@ AUXILIARY = "auxiliary"
 # Filters of the heads' 1x1 convolutions. The value-like heads get KataGo's 32 channels: one filter
 # followed by a ReLU can go negative on every input and leave the head a constant bias.
 POLICY_HEAD_FILTERS = 2
+# The moves-left head's output is MOVES_LEFT_PLIES * softplus(x) plies: positive, and near 14 plies at x = 0.
+MOVES_LEFT_PLIES = 20.0
 VALUE_HEAD_FILTERS = 32
 
 
@@ -218,6 +223,9 @@ class PolicyValueNet(nn.Module):
     layer has three outputs, the logits of the player to move's win, draw and loss; `__call__` then returns
     (logits, wdl_logits [B, 3]).
 
+    With `moves_left_head` (Leela Chess Zero's, `azjax.methods.moves_left`) one more scalar head predicts the plies
+    the game has left; it is sown as `moves_left` [B] in `AUXILIARY` like KataGo's heads (`with_moves_left`).
+
     With `aux_heads` (KataGo's auxiliary targets, `azjax.methods.katago_aux`) the net has two more heads, an
     ownership head (`OwnershipHead`) and a score head (`ScalarHead`, output scaled by the board's area, so
     its linear unit predicts the margin as a share of the board): applied with `mutable=[AUXILIARY]`, they
@@ -241,6 +249,7 @@ class PolicyValueNet(nn.Module):
     colour_plane: bool = False  # `Config.colour_plane`: append `first_player_plane(obs)` to the input
     aux_heads: bool = False  # `Config.ownership_loss_weight` or `score_loss_weight` > 0: KataGo's extra heads
     global_pooling: bool = False  # `Config.global_pooling` (Go): `GlobalPoolBlock`s, pooled heads, any board size
+    moves_left_head: bool = False  # `Config.moves_left_loss_weight` > 0: Lc0's moves-left head
     # `Config.policy_head="conv"`: the game's move layout (`Game.policy_layout`), planes and each move's flat index
     policy_planes: int = 0
     policy_index: tuple[int, ...] = ()
@@ -282,6 +291,10 @@ class PolicyValueNet(nn.Module):
             if not self.is_initializing():  # init returns parameters only
                 self.sow(AUXILIARY, "ownership_logit", ownership)
                 self.sow(AUXILIARY, "score", score)
+        if self.moves_left_head and (self.is_initializing() or self.is_mutable_collection(AUXILIARY)):
+            moves_left = MOVES_LEFT_PLIES * nn.softplus(scalar_head("moves_left_head"))
+            if not self.is_initializing():
+                self.sow(AUXILIARY, "moves_left", moves_left)
 
         if self.value_head == "sai":
             alpha = scalar_head("alpha_head")
@@ -325,6 +338,17 @@ def head_health(intermediates: Any) -> dict[str, jax.Array]:
             active = sub["active"] if "active" in sub else sub["conv"]["active"]
             found[f"{name}_active"] = active[0]
     return found
+
+
+def with_moves_left(apply_fn: Any) -> Any:
+    """(params, observation [B, ...]) -> (`apply_fn`'s outputs, the moves-left head's plies [B]), from one apply of
+    a network with `moves_left_head`."""
+
+    def apply(params: Any, observation: jax.Array) -> tuple[tuple[jax.Array, ...], jax.Array]:
+        outputs, variables = apply_fn(params, observation, mutable=[AUXILIARY])
+        return outputs, auxiliary_outputs(variables)["moves_left"]
+
+    return apply
 
 
 def auxiliary_outputs(variables: Any) -> dict[str, jax.Array]:

@@ -7,7 +7,8 @@ from the config, and the loop (`azjax.train.loop`) calls only the seams, with no
     the loss needs kept per position, and the value term of the loss. AlphaZero: the tanh head as it is, with
     the squared error (`TanhValue`). SAI: the sigmoid in the komi (`azjax.methods.sai.SigmoidKomiValue`).
     Leela Chess Zero: win, draw and loss as three classes, with their cross-entropy
-    (`azjax.methods.wdl.WinDrawLossValue`).
+    (`azjax.methods.wdl.WinDrawLossValue`); its moves-left head adjusts the search's values for the plies a
+    line is expected to last (`azjax.methods.moves_left.MovesLeftValue`).
   * `GameStarts`: where a restarting slot's game comes from. AlphaZero: `game.init` (`NewGames`). SAI: a komi
     drawn from the empty board's sigmoid, and branch starts queued from finished games (`azjax.methods.sai.KomiStarts`).
     Go-Exploit: a trajectory starts at the initial state with probability lambda, else at a state of an archive
@@ -25,7 +26,8 @@ from the config, and the loop (`azjax.train.loop`) calls only the seams, with no
     (`azjax.methods.playout_cap.PlayoutCapSearch`).
   * `AuxiliaryTargets`: what else a finished game teaches its positions, through extra heads and loss terms.
     AlphaZero: nothing (`NoAuxiliaryTargets`). KataGo: each point's final ownership and the final score
-    margin (`azjax.methods.katago_aux.OwnershipScoreTargets`).
+    margin (`azjax.methods.katago_aux.OwnershipScoreTargets`). Leela Chess Zero: the plies left to the game's
+    end (`azjax.methods.moves_left.MovesLeftTargets`).
 
 Per-position records are dicts of [B] arrays, kept in the replay under their names (`Replay.extras`).
 """
@@ -340,8 +342,10 @@ class AuxiliaryTargets(Protocol):
     finals: rb.FinalSpec  # what the replay keeps per game (`Replay.finals`)
     columns: tuple[str, ...]  # the SGD step's metrics the terms add (losses, head health)
 
-    def game_ended(self, replay: rb.Replay, ended: Array, game_id: Array, final: GameState) -> rb.Replay:
-        """Keeps what the games that `ended` ([B]) give their positions; `final`: the positions they ended in."""
+    def game_ended(self, replay: rb.Replay, ptr: Array, ended: Array, game_id: Array,
+                   final: GameState) -> rb.Replay:
+        """Keeps what the games that `ended` ([B]) give their positions; `final`: the positions they ended in;
+        `ptr`: the replay index this move's positions were written from (`Targets.game_ended`'s)."""
         ...
 
     def sample(self, replay: rb.Replay, idx: Array) -> Records:
@@ -369,8 +373,9 @@ class NoAuxiliaryTargets:
     def finals(self) -> rb.FinalSpec:
         return {}
 
-    def game_ended(self, replay: rb.Replay, ended: Array, game_id: Array, final: GameState) -> rb.Replay:
-        del ended, game_id, final
+    def game_ended(self, replay: rb.Replay, ptr: Array, ended: Array, game_id: Array,
+                   final: GameState) -> rb.Replay:
+        del ptr, ended, game_id, final
         return replay
 
     def sample(self, replay: rb.Replay, idx: Array) -> Records:

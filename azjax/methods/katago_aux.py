@@ -95,7 +95,9 @@ class OwnershipScoreTargets:
     def finals(self) -> rb.FinalSpec:
         return {"ownership": ((self.size * self.size,), jnp.int8), "score": ((), jnp.float32)}
 
-    def game_ended(self, replay: rb.Replay, ended: Array, game_id: Array, final: GameState) -> rb.Replay:
+    def game_ended(self, replay: rb.Replay, ptr: Array, ended: Array, game_id: Array,
+                   final: GameState) -> rb.Replay:
+        del ptr
         # Boards of games still running are emptied: their fill stops at once, so the batch's fill ends early.
         x = board_arrays(final)
         final = final.replace(env=final.env.replace(_x=x._replace(board=jnp.where(ended[:, None], x.board, 0))))

@@ -353,7 +353,7 @@ class Trainer:
         next_state = jax.vmap(self.game.step)(state, action)
         ended = next_state.terminated
         replay = self.targets.game_ended(replay, ptr, ended, actors.game_id, next_state.rewards)
-        replay = self.auxiliary.game_ended(replay, ended, actors.game_id, next_state)
+        replay = self.auxiliary.game_ended(replay, ptr, ended, actors.game_id, next_state)
 
         # Results of the games that ended, from the first mover's view.
         first_reward = jnp.take_along_axis(next_state.rewards, actors.first_player[:, None], axis=1)[:, 0]
