@@ -17,7 +17,7 @@ start, spaces or commas between them; for chess also a FEN, `FEN moves ...` or `
 
     {"position": LINE, "move": BEST, "value": Q, "cp": C (chess), "root_value": V, "net_value": V0,
      "visits": {MOVE: N, ...} (moves with N > 0, most first), "prior": {MOVE: P, ...} (same moves),
-     "pv": [...]}
+     "pv": [...]} (and "moves_left": M, the plies the network's moves-left head predicts, where it has one)
 
 A line that cannot be set up gives {"position": LINE, "error": MESSAGE}; a finished game gives
 "move": null.
@@ -47,6 +47,8 @@ def result_json(line: str, r: SearchResult) -> dict[str, Any]:
                              prior={s.move: s.p for s in visited}, pv=r.pv)
     if r.cp is not None:
         d["cp"] = r.cp
+    if r.net_moves_left is not None:
+        d["moves_left"] = r.net_moves_left
     return d
 
 
@@ -121,7 +123,9 @@ def main(args: argparse.Namespace) -> int:
     value = f"value {result.value:+.4f} (winrate {(1 + result.value) / 2:.1%})"
     if result.cp is not None:
         value += f", cp {result.cp:+.0f}"
-    print(f"\nbest {result.best_move}; {value}; root {result.root_value:+.4f}, network {result.net_value:+.4f}")
+    moves_left = f", {result.net_moves_left:.0f} plies left" if result.net_moves_left is not None else ""
+    print(f"\nbest {result.best_move}; {value}; root {result.root_value:+.4f}, network {result.net_value:+.4f}"
+          f"{moves_left}")
     print("pv " + " ".join(result.pv))
     return 0
 

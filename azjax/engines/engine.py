@@ -49,6 +49,7 @@ from azjax.config import Config
 from azjax.engines.lc0 import MoveStat, SearchResult, cp_from_q
 from azjax.engines.position import Position, jitted_step, stack_states
 from azjax.games import ODDS_FENS, Game, GameState, check_fen
+from azjax.network import with_moves_left
 from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec
 from azjax.search.readout import empty_search_tree, reused_search_statistics, search_statistics
 from azjax.search.reuse import reusable, subtree, tree_size
@@ -74,6 +75,13 @@ def _jitted_draw_probability(config: Config, game: Game) -> Callable[[Any, jax.A
         return jax.nn.softmax(wdl[0])[1]
 
     return jax.jit(draw)
+
+
+@functools.cache
+def _jitted_moves_left(config: Config, game: Game) -> Callable[[Any, jax.Array], jax.Array]:
+    """(params, observation [1, ...]) -> []: the plies the moves-left head predicts (`moves_left_loss_weight` > 0)."""
+    apply = with_moves_left(make_network(config, game).apply)
+    return jax.jit(lambda params, observation: apply(params, observation)[1][0])
 
 
 # The subtree under the moves played re-indexed into a tree of another size (static), before a search of another
@@ -349,6 +357,9 @@ class Engine:
         net_draw = None
         if self.config.value_head == "wdl" and not over:
             net_draw = float(_jitted_draw_probability(self.config, self.game)(self.params, state.observation[None]))
+        net_moves_left = None
+        if self.config.moves_left_loss_weight > 0 and not over:
+            net_moves_left = float(_jitted_moves_left(self.config, self.game)(self.params, state.observation[None]))
         return SearchResult(
             best_move=self.game.action_to_str(state, best) if best >= 0 else "",
             best_action=best,
@@ -361,6 +372,7 @@ class Engine:
             cp=cp_from_q(value) if self.game.is_chess else None,
             seconds=seconds,
             net_draw=net_draw,
+            net_moves_left=net_moves_left,
         )
 
     def pv_strings(self, state: GameState, actions: np.ndarray) -> list[str]:

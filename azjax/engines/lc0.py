@@ -73,6 +73,7 @@ class SearchResult:
       cp: centipawns from `value` (chess only, else None); seconds: wall time of the search call.
       reused_visits: of `visits`, those the search started with (tree reuse: the subtree kept from the last search).
       net_draw: the network's draw probability at the root where it has a win/draw/loss head, else None.
+      net_moves_left: the plies the network's moves-left head predicts at the root where it has one, else None.
     """
 
     best_move: str
@@ -87,6 +88,7 @@ class SearchResult:
     seconds: float
     reused_visits: int = 0
     net_draw: float | None = None
+    net_moves_left: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -111,6 +113,7 @@ def format_table(result: SearchResult, top: int | None = None, prefix: str = "",
         lines.append(f"{prefix}{s.move:<{width}} ({s.action:<4d}) N: {s.n:7d} (P: {100 * s.p:5.2f}%) "
                      f"(Q: {s.q: .5f}) (U: {s.u:.5f}) (Q+U: {s.q_plus_u: .5f}) (V: {v})")
     if node_line:
+        m = f" (M: {result.net_moves_left:.1f})" if result.net_moves_left is not None else ""  # lc0's, with its head
         lines.append(f"{prefix}{'node':<{width}} (    ) N: {result.visits:7d} (Q: {result.root_value: .5f}) "
-                     f"(V: {result.net_value: .4f})")
+                     f"(V: {result.net_value: .4f}){m}")
     return lines

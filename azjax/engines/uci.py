@@ -44,6 +44,7 @@ After each search call:
 
     info depth D nodes N nps X time MS score cp C pv e2e4 e7e5 ...
     info depth D nodes N nps X time MS score cp C wdl W D L pv e2e4 e7e5 ...     (with UCI_ShowWDL true)
+    info depth D ... score cp C movesleft M pv e2e4 ...    (with UCI_ShowMovesLeft true and a moves-left head)
 
 (depth = PV length, score from the chosen move's Q with lc0's formula; nps = the visits this search added (not the
 ones kept from the last) over the search's own time, without the time spent compiling a new search size; time =
@@ -55,9 +56,10 @@ head (no draw class: D = 0, W = 1000 (1 + Q) / 2 rounded, L = 1000 - W); with a 
 order (most-visited last) before `bestmove`.
 Options: `Visits` (spin, 1 to MAX_VISITS), `NScl` (spin, 0 = off: search-contempt node limit), `TreeReuse` (check,
 default from `--tree_reuse`, on),
-`VerboseMoveStats` (check), `UCI_ShowWDL` (check, default false), `InfoInterval` (spin, milliseconds between the
-repeated `info` lines of an analysis that has stopped growing; 10 to 60000, default 1000). Output lines never carry
-control characters (echoed input is escaped).
+`VerboseMoveStats` (check), `UCI_ShowWDL` (check, default false), `UCI_ShowMovesLeft` (check, default false: the
+plies the network's moves-left head predicts at the root, `moves_left_loss_weight`), `InfoInterval` (spin,
+milliseconds between the repeated `info` lines of an analysis that has stopped growing; 10 to 60000, default 1000).
+Output lines never carry control characters (echoed input is escaped).
 """
 
 from __future__ import annotations
@@ -96,6 +98,7 @@ class UCIEngine(LoadingFrontEnd):
         self.out = out if out is not None else sys.stdout
         self.verbose = False
         self.show_wdl = False  # UCI_ShowWDL
+        self.show_moves_left = False  # UCI_ShowMovesLeft
         self.info_interval = INFO_INTERVAL_MS / 1000  # seconds (InfoInterval)
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -140,6 +143,7 @@ class UCIEngine(LoadingFrontEnd):
                 self.send(f"option name TwoFoldDraws type check default {str(defaults.twofold_draws).lower()}")
                 self.send("option name VerboseMoveStats type check default false")
                 self.send("option name UCI_ShowWDL type check default false")
+                self.send("option name UCI_ShowMovesLeft type check default false")
                 self.send(f"option name InfoInterval type spin default {INFO_INTERVAL_MS} min 10 max 60000")
                 self.send("uciok")
             elif cmd == "isready":  # ready once the network is loaded; a failed load is said, and readyok still sent
@@ -228,6 +232,8 @@ class UCIEngine(LoadingFrontEnd):
             self.verbose = _bool(value, "VerboseMoveStats")
         elif key == "uci_showwdl":
             self.show_wdl = _bool(value, "UCI_ShowWDL")
+        elif key == "uci_showmovesleft":
+            self.show_moves_left = _bool(value, "UCI_ShowMovesLeft")
         elif key == "infointerval":
             self.info_interval = _int(value, "InfoInterval", 10, 60000) / 1000
         else:
@@ -319,8 +325,11 @@ class UCIEngine(LoadingFrontEnd):
         cp = int(round(r.cp)) if r.cp is not None else 0
         pv = " ".join(r.pv) or r.best_move
         wdl = " wdl {} {} {}".format(*wdl_from_q(r.value, r.net_draw or 0.0)) if self.show_wdl else ""  # lc0: after cp
+        # lc0 sends movesleft after wdl, and only from a network with the head
+        moves_left = (f" movesleft {round(r.net_moves_left)}" if self.show_moves_left and r.net_moves_left is not None
+                      else "")
         self.send(f"info depth {max(len(r.pv), 1)} nodes {r.visits} nps {nps} time {int(elapsed * 1000)} "
-                  f"score cp {cp}{wdl} pv {pv}")
+                  f"score cp {cp}{wdl}{moves_left} pv {pv}")
 
     def stop_search(self) -> None:
         self._stop.set()

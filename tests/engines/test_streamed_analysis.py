@@ -8,6 +8,7 @@ and a chess search of each new size would compile for several seconds."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import sys
@@ -244,6 +245,31 @@ def test_uci_show_wdl_off_and_go_ponder(chess_engine):
     assert len(lines) == 2 and lines[0].startswith("info depth 2 nodes 4 ") and " wdl " not in lines[0]
     session.send("isready")
     assert session.line() == "readyok"
+    session.close()
+
+
+def test_uci_shows_the_moves_left_heads_plies_after_wdl_when_asked_and_the_network_has_the_head(chess_engine,
+                                                                                                 monkeypatch):
+    engine, _ = chess_engine
+    plain = engine.search
+
+    def with_head(visits: int | None = None, child_pvs: bool | None = None) -> SearchResult:
+        return dataclasses.replace(plain(visits, child_pvs), net_moves_left=41.6)
+
+    session = Session(lambda inp, out: UCIEngine(engine, inp, out))
+    session.send("uci")
+    assert "option name UCI_ShowMovesLeft type check default false" in session.until(lambda line: line == "uciok")
+    session.send("go nodes 4")  # off by default
+    assert " movesleft " not in session.until(lambda line: line.startswith("bestmove"))[0]
+    monkeypatch.setattr(engine, "search", with_head)
+    for command in ("setoption name UCI_ShowMovesLeft value true", "setoption name UCI_ShowWDL value true",
+                    "go nodes 4"):
+        session.send(command)
+    line = session.until(lambda line: line.startswith("bestmove"))[0]
+    assert " movesleft 42 " in line and line.index(" wdl ") < line.index(" movesleft ") < line.index(" pv ")
+    monkeypatch.setattr(engine, "search", plain)  # a network without the head: no field, whatever the option
+    session.send("go nodes 4")
+    assert " movesleft " not in session.until(lambda line: line.startswith("bestmove"))[0]
     session.close()
 
 

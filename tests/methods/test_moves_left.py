@@ -17,6 +17,8 @@ from azjax import replay as rb
 from azjax.build import board_game, init_params, load_model, make_evaluator, make_network, value_head
 from azjax.cli import main
 from azjax.config import Config, preset
+from azjax.engines.engine import Engine
+from azjax.engines.lc0 import format_table
 from azjax.games import make_game, where_games
 from azjax.methods.alphazero import NoAuxiliaryTargets, TanhValue
 from azjax.methods.katago_aux import AuxiliaryValue
@@ -179,6 +181,10 @@ def test_a_tiny_loop_trains_the_head_from_the_command_line_and_its_targets_are_t
     states = jax.vmap(board_game(config).init)(jax.random.split(jax.random.key(0), 2))
     logits, value = evaluate(params, states)
     assert logits.shape == (2, 7) and value.shape == (2,)
+    engine = Engine.from_checkpoint(str(run), visits=8)  # the engines show the root's prediction, as lc0
+    result = engine.search()
+    assert result.net_moves_left is not None and result.net_moves_left > 0
+    assert format_table(result)[-1].endswith(f"(M: {result.net_moves_left:.1f})")
 
     trainer = Trainer(preset("connect_four", **tiny, **ON))
     assert isinstance(trainer.auxiliary, MovesLeftTargets) and isinstance(trainer.value, AuxiliaryValue)
