@@ -198,6 +198,25 @@ def test_a_claims_verdict_follows_its_interval(monkeypatch) -> None:
         assert fidelity.variant_claim("v", "paper", "claim")()["verdict"].startswith(verdict)
 
 
+def test_the_odds_verdict_needs_plain_to_fall_and_contempt_to_gain_past_it(monkeypatch) -> None:
+    spec = importlib.util.spec_from_file_location("fidelity", ROOT / "scripts" / "fidelity.py")
+    fidelity = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fidelity)
+
+    def odds(scores: dict[str, list[float]]) -> dict:
+        cells = [{"n_scl": n, "visits": v, "score": s, "score_low": s - 0.1, "score_high": s + 0.1, "games": 400}
+                 for n, row in scores.items() for v, s in zip((100, 400, 1600), row, strict=True)]
+        return {"cells": cells, "giver": {"checkpoint": "g"}, "opponent": {"name": "o", "random_moves": 2}}
+
+    for scores, verdict in (({"off": [0.4, 0.6, 0.4], "28": [0.4, 0.6, 0.7]}, "reproduces"),
+                            ({"off": [0.4, 0.6, 0.7], "28": [0.4, 0.6, 0.7]}, "does not reproduce"),
+                            ({"off": [0.4, 0.6, 0.4], "28": [0.4, 0.4, 0.4]}, "does not reproduce"),
+                            ({"off": [0.9, 0.6, 0.4], "28": [0.4, 0.6, 0.7]}, "not testable")):
+        data = odds(scores)
+        monkeypatch.setattr(fidelity, "load", lambda path, data=data: data)
+        assert fidelity.contempt_at_odds("p")()["verdict"].startswith(verdict), scores
+
+
 def test_docs_methods_has_every_section_the_code_cites() -> None:
     cited = set()
     for folder in ("azjax", "scripts", "tests"):
