@@ -21,14 +21,16 @@ for table in "${tables[@]}"; do
       mcts:100 mcts:200 mcts:400 mcts:800 \
       --games 20 --random_opening_plies 2 --out_dir results/arena/connect_four ;;
   go_7x7)
-    # The 7x7 SAI model (scripts/sai_7x7.py) against GNU Go 3.8 at levels 1 and 10 on 7x7 at komi 9.5,
-    # under the rules pgx scores by; 40 games a pairing, 2 random opening plies, colours alternating.
-    # The model searches 512 simulations (results/arena/go_7x7), and 128 and 1024 (visits_128/, visits_1024/).
-    GNU="$GNUGO --mode gtp --boardsize 7 --komi 9.5 --chinese-rules --capture-all-dead --positional-superko --never-resign"
-    for visits in 512 128 1024; do
-      out=results/arena/go_7x7; [ "$visits" = 512 ] || out=results/arena/go_7x7/visits_$visits
-      azjax arena results/models/go_7x7_sai:$visits "gnugo-l1=gtp:$GNU --level 1" "gnugo-l10=gtp:$GNU --level 10" \
-        --gauntlet --games 40 --random_opening_plies 2 --out_dir "$out"
+    # The 7x7 model trained from scratch in 55 CPU minutes (results/models/go_7x7_pooled/README.md) with SAI's
+    # sensible agent (lambda 0.5) and a 2048-simulation search against GNU Go 3.8 at level 10, under the rules pgx
+    # scores by, at komi 9.5 (results/arena/go_7x7) and 7.5 (results/arena/go_7x7/komi_7.5: Black wins with perfect
+    # play); 40 games a pairing, 2 random opening plies, colours alternating. The older go_7x7_sai model's tables
+    # are go_7x7_sai/.
+    for komi in 7.5 9.5; do
+      out=results/arena/go_7x7; [ "$komi" = 9.5 ] || out=results/arena/go_7x7/komi_$komi
+      GNU="$GNUGO --mode gtp --boardsize 7 --komi $komi --chinese-rules --capture-all-dead --positional-superko --never-resign"
+      azjax arena results/models/go_7x7_pooled:2048:sensible_lambda=0.5 "gnugo-l10=gtp:$GNU --level 10" \
+        --gauntlet --games 40 --random_opening_plies 2 --komi "$komi" --out_dir "$out"
     done ;;
   go_9x9)
     # 9x9 from scratch in two CPU hours (results/models/go_9x9_sai/README.md) with SAI's sensible agent (lambda 0.5)

@@ -241,10 +241,9 @@ HEADLINE_ROWS: list[tuple[str, str, str, list[tuple[str, str]]]] = [
     ("Go 7x7",
      "`sai` preset with KataGo's global pooling, ownership and score heads: 2203 steps in "
      "[55 minutes](results/go_7x7/sai_pooled_katago_aux/train_log.txt), 2 CPU cores",
-     "GNU Go level 10 at komi 9.5, then at komi 7.5 (40 games each, 1024 simulations, SAI's sensible agent at "
-     "lambda 0.5)",
-     [("results/go_7x7/sai_pooled_katago_aux/arena_visits1024_sensible0.5_komi9.5/results.json", "gnugo-l10"),
-      ("results/go_7x7/sai_pooled_katago_aux/arena_visits1024_sensible0.5_komi7.5/results.json", "gnugo-l10")]),
+     "GNU Go level 10 at komi 9.5, then at komi 7.5 (40 games each, 2048 simulations, SAI's sensible agent at "
+     "lambda 0.5; `results/models/go_7x7_pooled`)",
+     [("results/arena/go_7x7/results.json", "gnugo-l10"), ("results/arena/go_7x7/komi_7.5/results.json", "gnugo-l10")]),
     ("Go 9x9",
      "the 7x7 network above (55 minutes) continued on 9x9: 1536 steps in "
      "[65 minutes](results/go_9x9/sai_pooled_from_7x7/train_log.txt), 2 CPU cores "
