@@ -186,6 +186,34 @@ class TanhValue:
         return squared_error(value, target)
 
 
+@dataclasses.dataclass(frozen=True)
+class ValueHeadWrapper:
+    """A value-head seam that is `inner` in every respect; a method that changes one of them (its columns, its
+    search evaluator) subclasses it and overrides that one."""
+
+    inner: ValueHead
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.inner.columns
+
+    @property
+    def records(self) -> tuple[str, ...]:
+        return self.inner.records
+
+    def evaluator(self, apply_fn: ApplyFn) -> Evaluator | ParentAwareEvaluator:
+        return self.inner.evaluator(apply_fn)
+
+    def record(self, states: GameState) -> Records:
+        return self.inner.record(states)
+
+    def train_value(self, outputs: tuple[Array, ...], recorded: Records) -> tuple[Array, Array, dict[str, Array]]:
+        return self.inner.train_value(outputs, recorded)
+
+    def value_loss(self, outputs: tuple[Array, ...], value: Array, target: Array) -> Array:
+        return self.inner.value_loss(outputs, value, target)
+
+
 # ---------------------------------------------------------------- game starts
 
 

@@ -32,8 +32,7 @@ from azjax import replay as rb
 from azjax.games import Game, GameState, board_arrays
 from azjax.games.augment import augment
 from azjax.games.go_rules import neighbour_sum
-from azjax.methods.alphazero import ApplyFn, Records, ValueHead
-from azjax.search import Evaluator, ParentAwareEvaluator
+from azjax.methods.alphazero import Records, ValueHeadWrapper
 
 __all__ = ["AuxiliaryValue", "OwnershipScoreTargets", "area_ownership", "final_targets",
            "RECOMMENDED_OWNERSHIP_WEIGHT", "RECOMMENDED_SCORE_WEIGHT"]
@@ -137,30 +136,13 @@ class OwnershipScoreTargets:
 
 
 @dataclasses.dataclass(frozen=True)
-class AuxiliaryValue:
+class AuxiliaryValue(ValueHeadWrapper):
     """A value-head seam that is `inner` and logs the auxiliary heads with it: its columns (what metrics.csv and
     the dead-head watch read of the value head) gain the auxiliary targets' `auxiliary_columns`. The
     ownership and score heads are KataGo's value-head family (they grow out of its value head's features)."""
 
-    inner: ValueHead
     auxiliary_columns: tuple[str, ...]
 
     @property
     def columns(self) -> tuple[str, ...]:
         return (*self.inner.columns, *self.auxiliary_columns)
-
-    @property
-    def records(self) -> tuple[str, ...]:
-        return self.inner.records
-
-    def evaluator(self, apply_fn: ApplyFn) -> Evaluator | ParentAwareEvaluator:
-        return self.inner.evaluator(apply_fn)
-
-    def record(self, states: GameState) -> Records:
-        return self.inner.record(states)
-
-    def train_value(self, outputs: tuple[Array, ...], recorded: Records) -> tuple[Array, Array, dict[str, Array]]:
-        return self.inner.train_value(outputs, recorded)
-
-    def value_loss(self, outputs: tuple[Array, ...], value: Array, target: Array) -> Array:
-        return self.inner.value_loss(outputs, value, target)

@@ -38,7 +38,7 @@ import optax
 from azjax import replay as rb
 from azjax.games import Game, GameState
 from azjax.games.augment import augment
-from azjax.methods.alphazero import ApplyFn, Records, ValueHead
+from azjax.methods.alphazero import ApplyFn, Records, ValueHeadWrapper
 from azjax.search import Evaluator, ParentAwareEvaluator
 
 __all__ = ["MovesLeftTargets", "MovesLeftValue", "MovesLeftContext", "moves_left_utility",
@@ -114,25 +114,16 @@ class MovesLeftContext(NamedTuple):
 
 
 @dataclasses.dataclass(frozen=True)
-class MovesLeftValue:
+class MovesLeftValue(ValueHeadWrapper):
     """A value-head seam that is `inner` for training and, in the search, adjusts each node's value by its
     predicted game length relative to the root's (`moves_left_utility`). `max_effect` 0: the search reads
     `inner`'s values unchanged."""
 
-    inner: ValueHead
     # apply_fn -> its `MovesLeftApply` (`azjax.network.with_moves_left`; given by the build, as methods do not
     # import the network)
     moves_left_apply: Callable[[ApplyFn], MovesLeftApply]
     slope: float = LC0_SLOPE
     max_effect: float = LC0_MAX_EFFECT
-
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return self.inner.columns
-
-    @property
-    def records(self) -> tuple[str, ...]:
-        return self.inner.records
 
     def evaluator(self, apply_fn: ApplyFn) -> Evaluator | ParentAwareEvaluator:
         if self.max_effect == 0:
@@ -160,12 +151,3 @@ class MovesLeftValue:
             return logits, value, MovesLeftContext(root_moves_left=parent.root_moves_left, depth=depth)
 
         return ParentAwareEvaluator(root=root, child=child)
-
-    def record(self, states: GameState) -> Records:
-        return self.inner.record(states)
-
-    def train_value(self, outputs: tuple[Array, ...], recorded: Records) -> tuple[Array, Array, dict[str, Array]]:
-        return self.inner.train_value(outputs, recorded)
-
-    def value_loss(self, outputs: tuple[Array, ...], value: Array, target: Array) -> Array:
-        return self.inner.value_loss(outputs, value, target)
