@@ -45,6 +45,7 @@ from azjax.methods.alphazero import (
 )
 from azjax.methods.go_exploit import ArchiveStarts
 from azjax.methods.moves_left import MovesLeftTargets, MovesLeftValue
+from azjax.methods.odds_starts import OddsStarts
 from azjax.methods.playout_cap import PlayoutCapSearch
 from azjax.methods.random_openings import RandomOpenings
 from azjax.methods.tdleaf import TDLeafTargets
@@ -175,10 +176,13 @@ def value_head(config: Config, like: Config | None = None) -> ValueHead:
 def game_starts(config: Config, game: Game, net: PolicyValueNet, like: Config | None = None) -> GameStarts:
     """Where a restarting slot's game comes from. AlphaZero: `game.init`. SAI: komi from the empty board's
     sigmoid, and branch starts from finished games. Go-Exploit (`start_state_prob` < 1): an archive of
-    visited or searched states. Random openings (`random_opening_plies` > 0) follow each of these starts with
+    visited or searched states. Odds starts (`odds_start_prob` > 0, chess): a share of games begin a piece
+    short, as KataGo's handicap games. Random openings (`random_opening_plies` > 0) follow each of these starts with
     a few random moves."""
     like = like or config
     starts = _starts(config, game, net, like)
+    if like.odds_start_prob > 0:
+        starts = OddsStarts(inner=starts, game=game, odds_start_prob=config.odds_start_prob)
     if like.random_opening_plies > 0:
         return RandomOpenings(inner=starts, game=game, max_plies=like.random_opening_plies)
     return starts

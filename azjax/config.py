@@ -94,6 +94,9 @@ class Config:
     # Random openings (azjax.methods.random_openings): each trajectory begins after k uniformly random legal
     # moves from its start, k uniform in 0..random_opening_plies, which are not trained on; 0 = off (AlphaZero).
     random_opening_plies: int = 0
+    # Odds starts (docs/methods.md section 13; chess): a game starts with one side a queen, rook, bishop or
+    # knight short with this probability, as KataGo plays a share of handicap games; 0 = off (AlphaZero).
+    odds_start_prob: float = 0.0
     # TDLeaf(lambda) value targets (docs/methods.md section 4): 1 = the outcome z (AlphaZero).
     td_lambda: float = 1.0
     td_zero_unpredicted: bool = False  # zero positive TDs from opponent moves the PV did not predict
@@ -216,6 +219,10 @@ class Config:
                              f"got {self.adjudicate_result!r}")
         if self.n_scl < 0:
             raise ValueError(f"n_scl must be >= 0 (0 = off), got {self.n_scl}")
+        if not 0 <= self.odds_start_prob <= 1:
+            raise ValueError(f"odds_start_prob must be in [0, 1] (0 = off), got {self.odds_start_prob}")
+        if self.odds_start_prob > 0 and self.game != "chess":
+            raise ValueError(f"odds_start_prob (piece-odds starts) applies to chess only, not {self.game!r}")
         if self.twofold_draws and self.game != "chess":
             raise ValueError(f"twofold_draws applies to chess only (Go forbids a repeated position, Connect Four "
                              f"cannot repeat), not {self.game!r}")
@@ -395,6 +402,7 @@ METHODS: tuple[Method, ...] = (
     Method("Lc0's two-fold draws", 11, ("twofold_draws",), _set("twofold_draws")),
     Method("Lc0's moves-left head", 12, ("moves_left_loss_weight", "moves_left_slope", "moves_left_max_effect"),
            _set("moves_left_loss_weight")),
+    Method("odds starts", 13, ("odds_start_prob",), _set("odds_start_prob")),
     Method("material adjudication", None,
            ("adjudicate_plies", "adjudicate_margin", "adjudicate_result", "adjudicate_scale"),
            _set("adjudicate_plies")),
@@ -513,9 +521,12 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "quick": dict(num_blocks=4, num_channels=32, num_simulations=32, num_envs=128,
                       moves_per_step=8, replay_size=65536, min_replay_size=4096, batch_size=256,
                       sgd_steps_per_step=2, num_steps=1000, temperature_moves=16, eval_every=250),
+        # On an H200 SGD was 0.5% of a loop step with 8 SGD steps (results/gpu/NVIDIA_H200/bench_full_go_9x9.json,
+        # breakdown), so 32 steps train each position played about twice (replay ratio 2, as the CPU presets)
+        # for about 2% of the step.
         "full": dict(num_blocks=10, num_channels=128, num_simulations=200, num_envs=1024,
                      moves_per_step=16, replay_size=1_000_000, min_replay_size=100_000,
-                     batch_size=1024, sgd_steps_per_step=8, num_steps=20000, eval_every=1000,
+                     batch_size=1024, sgd_steps_per_step=32, num_steps=20000, eval_every=1000,
                      temperature_moves=30, compute_dtype="bfloat16"),
         # The second half of 9x9 in two CPU hours: the 7x7 `sai` network with KataGo's global pooling and
         # auxiliary heads (trained 55 minutes on 7x7) continues here with `--init_from`, its fields unchanged so

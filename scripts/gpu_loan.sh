@@ -7,7 +7,7 @@
 #   bench_GAME:S   `azjax bench --preset full` of GAME with --breakdown --n_scl 28 (written after every row)
 #   train_GAME:S   GAME's `full` preset trained for S minus 90 seconds, then exported (params come back apart)
 #   plan_GAME:S    `azjax plan --preset full --compile` (XLA's memory analysis and the compile time)
-#   sweep:S        scripts/bench_sweep.py --seeds 8 --steps 20
+#   sweep:S        scripts/bench_sweep.py --seeds 8 --steps 10 --sequential_runs 1 --other_steps 0 (8 seeds against one run)
 # The first loan (results/gpu/NVIDIA_H200/loan_2026-11-26.json) measured what each costs on an H200.
 {  # one block: bash reads it whole before running it, so an edit to this file cannot change a run
 set -uo pipefail
@@ -41,7 +41,8 @@ for item in "$@"; do
            && azjax export "runs/gpu_loan_$game" "$G/$game" && cp "runs/gpu_loan_$game/metrics.csv" "$G/$game/" \
            && mv "$G/$game/params.msgpack" "$RET/params_$game.msgpack" ;;
   plan_*)  timeout "$limit" azjax plan --game "$game" --preset full --compile --out "$G/plan_$game.json" ;;
-  sweep)   timeout "$limit" python3 scripts/bench_sweep.py --seeds 8 --steps 20 --out "$G/bench_sweep.json" ;;
+  sweep)   timeout "$limit" python3 scripts/bench_sweep.py --seeds 8 --steps 10 --sequential_runs 1 --other_steps 0 \
+             --out "$G/bench_sweep.json" ;;
   *) echo "gpu_loan.sh: unknown item $name (bench_GAME, train_GAME, plan_GAME, sweep)" >&2 ;;
   esac 2>&1 | grep -v cuda_timer | tee "$G/$name.log"
   echo "$name: exit ${PIPESTATUS[0]} after $(( $(date +%s) - start )) s" | tee -a "$G/items.log"

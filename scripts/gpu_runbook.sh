@@ -39,13 +39,13 @@ if [ "$TINY" = 1 ]; then
        --min_replay_size 8 --batch_size 8 --eval_every 0)
   PLAN_FLAGS=(--preset quick "${TOY[@]}")
   BENCH_FLAGS=(--quick --game connect_four --n_scl 0)  # the bench's own rows are tested in tests/cli/test_cli.py
-  SWEEP_FLAGS=(--seeds 2 --steps 2 --other_steps 0 "${TOY[@]}")
+  SWEEP_FLAGS=(--seeds 2 --steps 2 --sequential_runs 1 --other_steps 0 "${TOY[@]}")
   TRAIN_FLAGS=(--game go_9x9 --preset quick "${TOY[@]}" --num_steps 2 --checkpoint_every 2)
 else
   GAMES=(connect_four go_9x9 chess)
   PLAN_FLAGS=(--preset full)
   BENCH_FLAGS=(--preset full --game connect_four --game go_9x9 --game chess --breakdown --n_scl 28)
-  SWEEP_FLAGS=(--seeds 8 --steps 20)
+  SWEEP_FLAGS=(--seeds 8 --steps 20 --sequential_runs 1)
   TRAIN_FLAGS=(--game go_9x9 --preset full --minutes "$TRAIN_MINUTES")
 fi
 

@@ -484,15 +484,17 @@ def main(argv: list[str] | None = None) -> int:
                                               "ratio_vs_net_only", "ratio_vs_plain_loop")}), flush=True)
         rows.append(row)
         write()
-        if args.breakdown:
-            breakdown_rows.append(bench_breakdown(g, config, rounds=1 if args.quick else args.rounds))
-            print(json.dumps({"game": g, **breakdown_rows[-1]["share_of_phases"]}), flush=True)
-            write()
+        # Contempt before the breakdown: its ratio is a goal of the run-book, the breakdown a diagnosis, and a lent
+        # GPU's time limit may cut the second short.
         if args.n_scl:
             for c in bench_contempt(g, config, args.n_scl, rounds=1 if args.quick else args.rounds):
                 print(json.dumps({k: c[k] for k in ("game", "n_scl", "sims_per_s")}), flush=True)
                 contempt_rows.append(c)
                 write()
+        if args.breakdown:
+            breakdown_rows.append(bench_breakdown(g, config, rounds=1 if args.quick else args.rounds))
+            print(json.dumps({"game": g, **breakdown_rows[-1]["share_of_phases"]}), flush=True)
+            write()
     if args.scaling:
         visits = [int(v) for v in args.scaling.split(",")]
         scaling_config, scaling_params = preset(games[0], args.preset), None
