@@ -4,7 +4,8 @@
 #   python3 -m pip download ... -d .whl pgx==2.6.0 mctx==0.0.71 svgwrite tensorboardX chess sgfmill   # here, once
 #   bash scripts/gpu_loan.sh bench_go_9x9:200 bench_chess:200 train_go_9x9:150                     # there, carry .whl
 # Items (SECONDS is the item's limit, compile included):
-#   bench_GAME:S   `azjax bench --preset full` of GAME with --breakdown --n_scl 28 (written after every row)
+#   bench_GAME:S   `azjax bench --preset full` of GAME with --breakdown --n_scl 28 (written after every row; chess
+#                  with --skip_plain)
 #   train_GAME:S   GAME's `full` preset trained for S minus 90 seconds, then exported (params come back apart)
 #   plan_GAME:S    `azjax plan --preset full --compile` (XLA's memory analysis and the compile time)
 #   sweep:S        scripts/bench_sweep.py --seeds 8 --steps 10 --sequential_runs 1 --other_steps 0 (8 seeds against one run)
@@ -34,7 +35,8 @@ for item in "$@"; do
   start=$(date +%s)
   echo "== $name ($limit s)" | tee -a "$G/items.log"
   case "$name" in
-  bench_*) timeout "$limit" azjax bench --preset full --game "$game" --breakdown --n_scl 28 --rounds 1 \
+  bench_*) plain=(); [ "$game" = chess ] && plain=(--skip_plain)  # chess: see scripts/gpu_runbook.sh
+           timeout "$limit" azjax bench --preset full --game "$game" --breakdown --n_scl 28 --rounds 1 "${plain[@]}" \
              --out "$G/bench_full_$game.json" ;;
   train_*) timeout "$limit" azjax train --game "$game" --preset full --minutes "$(( (limit - 90) / 60 )).$(( ((limit - 90) % 60) * 10 / 60 ))" \
              --log_every 1 --run_dir "runs/gpu_loan_$game" --no-progress \

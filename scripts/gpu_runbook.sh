@@ -5,6 +5,7 @@
 #          and the cold compile time of the training step                    -> plan_<game>.json
 #   bench  self-play at the full presets of Connect Four, 9x9 Go and chess: ratios to the network-only ceiling and
 #          to the plain mctx loop, search-contempt (n_scl 28) against plain, the phase breakdown -> bench_full.json
+#          (chess without the plain loop                                                      -> bench_full_chess.json)
 #   start  the first training step of 9x9 `full`, cold (empty compile cache) and warm (cache filled) -> runbook.json
 #   sweep  8 seeds as one jitted program against the same 8 runs one after another              -> bench_sweep.json
 #   train  9x9 `full` trained for $TRAIN_MINUTES minutes (default 8), exported for CPU arenas  -> go_9x9_full/
@@ -39,12 +40,16 @@ if [ "$TINY" = 1 ]; then
        --min_replay_size 8 --batch_size 8 --eval_every 0)
   PLAN_FLAGS=(--preset quick "${TOY[@]}")
   BENCH_FLAGS=(--quick --game connect_four --n_scl 0)  # the bench's own rows are tested in tests/cli/test_cli.py
+  BENCH_CHESS_FLAGS=()
   SWEEP_FLAGS=(--seeds 2 --steps 2 --sequential_runs 1 --other_steps 0 "${TOY[@]}")
   TRAIN_FLAGS=(--game go_9x9 --preset quick "${TOY[@]}" --num_steps 2 --checkpoint_every 2)
 else
   GAMES=(connect_four go_9x9 chess)
   PLAN_FLAGS=(--preset full)
-  BENCH_FLAGS=(--preset full --game connect_four --game go_9x9 --game chess --breakdown --n_scl 28)
+  BENCH_FLAGS=(--preset full --game connect_four --game go_9x9 --breakdown --n_scl 28)
+  # Chess apart, without the plain mctx loop: its vmapped backup touches every child of every node each step up,
+  # 4672 moves a node, minutes a round at this size.
+  BENCH_CHESS_FLAGS=(--preset full --game chess --breakdown --n_scl 28 --skip_plain)
   SWEEP_FLAGS=(--seeds 8 --steps 20 --sequential_runs 1)
   TRAIN_FLAGS=(--game go_9x9 --preset full --minutes "$TRAIN_MINUTES")
 fi
@@ -81,7 +86,10 @@ for phase in "${phases[@]}"; do
       timed plan azjax plan --game "$game" "${PLAN_FLAGS[@]}" --compile --out "$OUT/plan_$game.json"
     done ;;
   bench)
-    timed bench azjax bench "${BENCH_FLAGS[@]}" --out "$OUT/bench_full.json" ;;
+    timed bench azjax bench "${BENCH_FLAGS[@]}" --out "$OUT/bench_full.json"
+    if [ "${#BENCH_CHESS_FLAGS[@]}" -gt 0 ]; then
+      timed bench_chess azjax bench "${BENCH_CHESS_FLAGS[@]}" --out "$OUT/bench_full_chess.json"
+    fi ;;
   start)
     # The first step twice: with an empty compile cache, then with the cache the first run filled.
     # runbook.json gets start_cold and start_warm: process start, build, compile (or cache read) and one step,

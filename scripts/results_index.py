@@ -288,6 +288,10 @@ def headline_table() -> str:
     return "\n".join(rows)
 
 
+def _ratio(x: float | None) -> str:
+    return "not run" if x is None else f"{x:.2f}"
+
+
 def gpu_table() -> str:
     """README.md's table of self-play speed on lent GPUs: every `results/gpu/<device>/bench_full_*.json` row, and
     the headlines a loan printed for games whose bench file was cut short (its `loan_*.json`)."""
@@ -304,7 +308,7 @@ def gpu_table() -> str:
                     found.setdefault(r["game"], (r, str(path.relative_to(ROOT))))
         for game, (r, path) in sorted(found.items()):
             rows.append(f"| {device.name.replace('_', ' ')} | {game} | [{r['sims_per_s']:,.0f}]({path}) "
-                        f"| {r['ratio_vs_net_only']:.2f} | {r['ratio_vs_plain_loop']:.2f} |")
+                        f"| {r['ratio_vs_net_only']:.2f} | {_ratio(r['ratio_vs_plain_loop'])} |")
     return "\n".join(rows)
 
 

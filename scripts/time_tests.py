@@ -31,6 +31,16 @@ def summary_line(output: str) -> str:
     return lines[-1]
 
 
+def slowest(output: str) -> list[dict[str, object]]:
+    """pytest's `--durations` table as rows {seconds, phase, test}, slowest first."""
+    rows = []
+    for line in output.splitlines():
+        m = re.match(r"\s*([\d.]+)s (call|setup|teardown)\s+(\S+)", line)
+        if m:
+            rows.append({"seconds": float(m.group(1)), "phase": m.group(2), "test": m.group(3)})
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tier", choices=list(TIERS), default="fast")
@@ -48,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     record = dict(command=shlex.join(["python", "scripts/time_tests.py", *given]),
                   tier=args.tier, pytest=shown, summary=summary_line(proc.stdout), wall_seconds=round(seconds, 1),
-                  exit_status=proc.returncode, commit=commit, cpu_cores=os.cpu_count(),
+                  slowest=slowest(proc.stdout), exit_status=proc.returncode, commit=commit, cpu_cores=os.cpu_count(),
                   date=time.strftime("%Y-%m-%d %H:%M:%S"))
     if not out.is_absolute():
         out = ROOT / out

@@ -106,6 +106,40 @@ def load_script(name: str) -> ModuleType:
     return module
 
 
+def fit_auxiliary_heads(config: Config, obs: jax.Array, aux, targets: dict, steps: int) -> tuple[dict, dict]:  # noqa: ANN001
+    """`steps` steps of the config's real optimizer on one fixed batch of observations [N, ...] whose only
+    targets are the auxiliary ones (`aux`, an AuxiliaryTargets seam; `targets` its sampled arrays [N, ...]):
+    the policy target is uniform and the value target 0. Returns the loss's measures before and after, so a
+    test can ask that a head learns what no constant output meets."""
+    import optax
+
+    from azjax.methods.alphazero import TanhValue
+    from azjax.train.loop import loss_fn, make_optimizer, with_head_health
+
+    game = make_game(config.game)
+    net = make_network(config, game)
+    params = init_params(net, game, jax.random.key(0))
+    optimizer = make_optimizer(config)
+    n = obs.shape[0]
+    policy = jnp.full((n, game.num_actions), 1.0 / game.num_actions)
+
+    def loss(p):  # noqa: ANN001, ANN202
+        return loss_fn(with_head_health(net.apply), TanhValue(), p, obs, policy, jnp.zeros(n), 1.0, None, aux, targets)
+
+    @jax.jit
+    def step(p, s):  # noqa: ANN001, ANN202
+        grads, _ = jax.grad(loss, has_aux=True)(p)
+        updates, s = optimizer.update(grads, s, p)
+        return optax.apply_updates(p, updates), s
+
+    measure = jax.jit(lambda p: loss(p)[1])
+    first = measure(params)
+    opt_state = optimizer.init(params)
+    for _ in range(steps):
+        params, opt_state = step(params, opt_state)
+    return first, measure(params)
+
+
 ENGINE_VISITS = 4  # the untrained models' search budget (eval_simulations)
 
 

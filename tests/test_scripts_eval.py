@@ -398,6 +398,15 @@ def test_time_tests_reads_pytests_summary_line_and_refuses_output_without_one():
         time_tests.summary_line("ERROR: usage: pytest [options]")
 
 
+def test_time_tests_keeps_pytests_slowest_tests():
+    time_tests = load_script("time_tests")
+    output = ("==== slowest 25 durations ====\n200.41s call     tests/test_runbook.py::test_tiny\n"
+              "9.29s teardown tests/a.py::test_b[x-1]\n(10 durations < 0.005s hidden.)\n")
+    assert time_tests.slowest(output) == [
+        {"seconds": 200.41, "phase": "call", "test": "tests/test_runbook.py::test_tiny"},
+        {"seconds": 9.29, "phase": "teardown", "test": "tests/a.py::test_b[x-1]"}]
+
+
 @pytest.mark.slow
 def test_sgd_scan_bench_times_each_form_and_records_its_command(tmp_path):
     out = tmp_path / "sgd_scan.json"
@@ -420,3 +429,21 @@ def test_go_rules_bench_times_both_rule_sets_and_records_its_command(tmp_path):
     (row,) = data["rows"]
     assert set(row["median_seconds"]) == {"pgx_env", "azjax_env", "game_step_on_pgx", "game_step_on_azjax"}
     assert row["env_speedup"] > 0 and row["game_step_speedup"] > 0
+
+
+def test_the_material_probe_pairs_a_position_a_queen_up_with_it_a_queen_down(tmp_path):
+    probe = load_script("material_probe")
+    game = chess.pgn.Game.from_board(chess.Board())
+    node = game
+    for uci in ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6", "d2d3", "f8c5", "b1c3", "d7d6"]:
+        node = node.add_variation(chess.Move.from_uci(uci))
+    (tmp_path / "g.pgn").write_text(str(game))
+    (tmp_path / "h.pgn").write_text("")  # an empty record is skipped
+    ((up, down),) = probe.pairs_from_games(sorted(tmp_path.glob("*.pgn")), 4, 9)
+    up, down = chess.Board(up), chess.Board(down)
+    assert up.turn == down.turn == chess.WHITE and up.fullmove_number == 3  # ply 4, the first in range
+    assert len(up.pieces(chess.QUEEN, chess.WHITE)) == 1 and not up.pieces(chess.QUEEN, chess.BLACK)
+    assert len(down.pieces(chess.QUEEN, chess.BLACK)) == 1 and not down.pieces(chess.QUEEN, chess.WHITE)
+    (tmp_path / "odd.txt").write_text(f"# a comment\n{up.fen()}\n")
+    with pytest.raises(SystemExit, match="odd number"):
+        probe.read_pairs(tmp_path / "odd.txt")

@@ -124,6 +124,15 @@ def test_bench_times_a_win_draw_loss_network_given_as_a_config_flag(tmp_path):
     assert row["value_head"] == "wdl" and row["sims_per_s"] > 0 and row["plain_loop_sims_per_s"] > 0
 
 
+def test_bench_without_the_plain_loop_leaves_its_figures_empty(tmp_path):
+    out = tmp_path / "bench.json"
+    assert main(["bench", "--game", "connect_four", "--quick", "--n_scl", "0", "--skip_plain", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    (row,) = data["results"]
+    assert row["sims_per_s"] > 0 and row["ratio_vs_net_only"] > 0 and "plain" not in row["seconds_per_round"]
+    assert row["plain_loop_sims_per_s"] is None and data["ratio_vs_plain_loop"] is None
+
+
 @pytest.mark.slow
 def test_bench_devices_times_the_training_step_on_one_device_and_on_the_cpu_split(tmp_path):
     out = tmp_path / "bench.json"

@@ -11,8 +11,8 @@ from collections import deque
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
+from conftest import fit_auxiliary_heads
 from pgx._src.games import go as pgx_go
 
 from azjax import replay as rb
@@ -25,7 +25,7 @@ from azjax.games.augment import augment
 from azjax.methods.alphazero import NoAuxiliaryTargets, TanhValue
 from azjax.methods.katago_aux import AuxiliaryValue, OwnershipScoreTargets, area_ownership, final_targets
 from azjax.train import load_metrics
-from azjax.train.loop import Trainer, loss_fn, make_optimizer, with_head_health
+from azjax.train.loop import Trainer
 
 SIZE = 7
 # Tiny 7x7 loop settings whose games end and SGD runs within 4 steps (tests/conftest.py's SAI ones, tanh head).
@@ -258,27 +258,8 @@ def test_the_heads_learn_targets_that_no_constant_output_meets():
 
     config = preset("go_7x7", num_blocks=2, num_channels=16, learning_rate=3e-3, lr_warmup_steps=1, num_steps=150,
                     sgd_steps_per_step=1, weight_decay=0.0, **ON)
-    game = make_game("go_7x7")
-    net = make_network(config, game)
-    params = init_params(net, game, jax.random.key(0))
-    optimizer = make_optimizer(config)
     aux = OwnershipScoreTargets(size=SIZE, ownership_weight=1.5, score_weight=1.0)
-    policy = jnp.full((n, game.num_actions), 1.0 / game.num_actions)
-
-    def loss(p):  # noqa: ANN001, ANN202
-        return loss_fn(with_head_health(net.apply), TanhValue(), p, obs, policy, jnp.zeros(n), 1.0, None, aux, targets)
-
-    @jax.jit
-    def step(p, s):  # noqa: ANN001, ANN202
-        grads, info = jax.grad(loss, has_aux=True)(p)
-        updates, s = optimizer.update(grads, s, p)
-        return optax.apply_updates(p, updates), s, info
-
-    opt_state = optimizer.init(params)
-    _, first = jax.jit(loss)(params)
-    for _ in range(150):
-        params, opt_state, info = step(params, opt_state)
-    _, last = jax.jit(loss)(params)
+    first, last = fit_auxiliary_heads(config, obs, aux, targets, steps=150)
     assert float(first["ownership_loss"]) > best_constant_ce - 0.05  # it starts no better than a constant
     assert float(last["ownership_loss"]) < best_constant_ce - 0.2, (float(last["ownership_loss"]), best_constant_ce)
     assert float(last["score_loss"]) < 0.5 * best_constant_mse, (float(last["score_loss"]), best_constant_mse)

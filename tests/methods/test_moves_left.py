@@ -10,8 +10,8 @@ import math
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 import pytest
+from conftest import fit_auxiliary_heads
 
 from azjax import replay as rb
 from azjax.build import board_game, init_params, load_model, make_evaluator, make_network, value_head
@@ -34,7 +34,7 @@ from azjax.methods.wdl import WinDrawLossValue
 from azjax.network import with_moves_left
 from azjax.search import ParentAwareEvaluator
 from azjax.train import load_metrics
-from azjax.train.loop import Trainer, loss_fn, make_optimizer, with_head_health
+from azjax.train.loop import Trainer
 
 ON = dict(moves_left_loss_weight=0.1)
 
@@ -132,27 +132,7 @@ def test_the_head_learns_plies_that_no_constant_output_meets():
     assert best_constant_error > 5  # the batch's targets vary
     config = preset("connect_four", num_blocks=1, num_channels=16, learning_rate=3e-3, lr_warmup_steps=1,
                     num_steps=200, sgd_steps_per_step=1, weight_decay=0.0, moves_left_loss_weight=1.0)
-    game = make_game("connect_four")
-    net = make_network(config, game)
-    params = init_params(net, game, jax.random.key(0))
-    optimizer = make_optimizer(config)
-    aux = MovesLeftTargets(weight=1.0)
-    policy = jnp.full((n, game.num_actions), 1.0 / game.num_actions)
-    targets = {"moves_left": target}
-
-    def loss(p):  # noqa: ANN001, ANN202
-        return loss_fn(with_head_health(net.apply), TanhValue(), p, obs, policy, jnp.zeros(n), 1.0, None, aux, targets)
-
-    @jax.jit
-    def step(p, s):  # noqa: ANN001, ANN202
-        grads, info = jax.grad(loss, has_aux=True)(p)
-        updates, s = optimizer.update(grads, s, p)
-        return optax.apply_updates(p, updates), s, info
-
-    opt_state = optimizer.init(params)
-    for _ in range(200):
-        params, opt_state, info = step(params, opt_state)
-    _, last = jax.jit(loss)(params)
+    _, last = fit_auxiliary_heads(config, obs, MovesLeftTargets(weight=1.0), {"moves_left": target}, steps=200)
     assert float(last["moves_left_error"]) < 0.3 * best_constant_error, (float(last["moves_left_error"]),
                                                                         best_constant_error)
     assert float(last["moves_left_std"]) > 3.0 and 0.1 < float(last["moves_left_head_active"]) < 0.9
