@@ -6,6 +6,8 @@
 # Items (SECONDS is the item's limit, compile included):
 #   bench_GAME:S   `azjax bench --preset full` of GAME with --breakdown --n_scl 28 (written after every row; chess
 #                  with --skip_plain)
+#   xla_GAME:S     the bench's headline alone with XLA_FLAGS=$LOAN_XLA_FLAGS (default: CUDA graphs for while loops
+#                  too, whose per-iteration launches and host syncs are what the search's tree phase is suspected of)
 #   train_GAME:S   GAME's `full` preset trained for S minus 90 seconds, then exported (params come back apart)
 #   plan_GAME:S    `azjax plan --preset full --compile` (XLA's memory analysis and the compile time)
 #   sweep:S        scripts/bench_sweep.py --seeds 8 --steps 10 --sequential_runs 1 --other_steps 0 (8 seeds against one run)
@@ -38,6 +40,9 @@ for item in "$@"; do
   bench_*) plain=(); [ "$game" = chess ] && plain=(--skip_plain)  # chess: see scripts/gpu_runbook.sh
            timeout "$limit" azjax bench --preset full --game "$game" --breakdown --n_scl 28 --rounds 1 "${plain[@]}" \
              --out "$G/bench_full_$game.json" ;;
+  xla_*)   XLA_FLAGS="${LOAN_XLA_FLAGS:---xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,CONDITIONAL,WHILE}" \
+             timeout "$limit" azjax bench --preset full --game "$game" --n_scl 0 --rounds 2 --skip_plain \
+             --out "$G/bench_full_${game}_xla.json" ;;
   train_*) timeout "$limit" azjax train --game "$game" --preset full --minutes "$(( (limit - 90) / 60 )).$(( ((limit - 90) % 60) * 10 / 60 ))" \
              --log_every 1 --run_dir "runs/gpu_loan_$game" --no-progress \
            && azjax export "runs/gpu_loan_$game" "$G/$game" && cp "runs/gpu_loan_$game/metrics.csv" "$G/$game/" \
@@ -45,7 +50,7 @@ for item in "$@"; do
   plan_*)  timeout "$limit" azjax plan --game "$game" --preset full --compile --out "$G/plan_$game.json" ;;
   sweep)   timeout "$limit" python3 scripts/bench_sweep.py --seeds 8 --steps 10 --sequential_runs 1 --other_steps 0 \
              --out "$G/bench_sweep.json" ;;
-  *) echo "gpu_loan.sh: unknown item $name (bench_GAME, train_GAME, plan_GAME, sweep)" >&2 ;;
+  *) echo "gpu_loan.sh: unknown item $name (bench_GAME, xla_GAME, train_GAME, plan_GAME, sweep)" >&2 ;;
   esac 2>&1 | grep -v cuda_timer | tee "$G/$name.log"
   echo "$name: exit ${PIPESTATUS[0]} after $(( $(date +%s) - start )) s" | tee -a "$G/items.log"
 done

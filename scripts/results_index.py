@@ -300,7 +300,10 @@ def gpu_table() -> str:
     for device in sorted(p for p in (RESULTS / "gpu").glob("*") if p.is_dir()):
         found: dict[str, tuple[dict[str, Any], str]] = {}
         for path in sorted(device.glob("bench_full*.json")):
-            for r in json.loads(path.read_text())["results"]:
+            bench = json.loads(path.read_text())
+            if bench.get("machine", {}).get("xla_flags"):  # an experiment with other XLA flags, not the default
+                continue
+            for r in bench["results"]:
                 found[r["game"]] = (r, str(path.relative_to(ROOT)))
         for path in sorted(device.glob("loan_*.json")):
             for call in json.loads(path.read_text())["calls"]:

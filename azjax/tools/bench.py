@@ -412,6 +412,7 @@ def machine() -> dict[str, Any]:
         "jax": jax.__version__,
         "backend": jax.default_backend(),
         "devices": [str(d) for d in jax.devices()],
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),  # a run with other XLA flags is another experiment
     }
 
 
