@@ -15,6 +15,8 @@ RUN=${RUN:-runs/chess_hour_$(date +%Y%m%d_%H%M%S)}
 OUT=${OUT:-results/chess_hour/proportional}
 MINUTES=${MINUTES:-100}
 STOCKFISH=$(command -v stockfish || echo /usr/games/stockfish)
+# Checked before the hours of training, not after: the arena at the end needs it.
+[ -x "$STOCKFISH" ] || { echo "chess_hour.sh: Stockfish not found (apt-get install stockfish)" >&2; exit 1; }
 export AZJAX_CPU_DEVICES="${AZJAX_CPU_DEVICES:-2}"
 mkdir -p "$OUT"
 echo "RUN=$RUN OUT=$OUT MINUTES=$MINUTES bash scripts/chess_hour.sh $*" > "$OUT/command.txt"
