@@ -54,6 +54,8 @@ def main(argv: list[str]) -> int:
     # once the replay holds this much; the run-book's --tiny gives toy network and batch sizes).
     config_flags(p)
     args = p.parse_args(argv)
+    if not 0 <= args.sequential_runs <= args.seeds:
+        p.error(f"--sequential_runs must be in 0..--seeds ({args.seeds}), got {args.sequential_runs}")
 
     configs = [preset(args.game, args.preset, **{**overrides(args), "seed": s}) for s in range(args.seeds)]
 
