@@ -39,6 +39,7 @@ def test_the_odds_starts_are_the_standard_position_less_one_piece_of_either_side
     assert sorted(lacking[chess.WHITE]) == sorted(lacking[chess.BLACK]) == [3, 3, 3, 3, 5, 5, 9]
 
 
+@pytest.mark.slow  # compiles chess's batched init (about 35 s on 2 cores)
 def test_a_share_p_of_the_starts_is_at_odds_and_the_rest_are_the_wrapped_seams() -> None:
     n = 512
     states = jax.vmap(GAME.init)(jax.random.split(jax.random.key(0), n))
