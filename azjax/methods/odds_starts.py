@@ -58,7 +58,7 @@ def _odds_states(game: Game) -> GameState:
 @dataclasses.dataclass(frozen=True)
 class OddsStarts:
     """A game-starts seam whose starts are `inner`'s, each replaced by a uniformly drawn odds start (one of
-    `game.odds_starts`) with probability `odds_start_prob` (a float, or a traced scalar in a sweep).
+    `odds_fens()`) with probability `odds_start_prob` (a float, or a traced scalar in a sweep).
 
     Everything else (slots, pool, statistics, columns) is `inner`'s. Adds the column `odds_share`: the share of
     the step's new games begun at odds.
