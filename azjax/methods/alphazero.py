@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Any, ClassVar, Literal, NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -279,6 +279,50 @@ class NewGames:
     def row(self, metrics: dict[str, Any]) -> dict[str, Any]:
         del metrics
         return {}
+
+
+@dataclasses.dataclass(frozen=True)
+class GameStartsWrapper:
+    """A game-starts seam whose starts are `inner`'s, each then changed by `change` (random openings, odds
+    starts); everything else (slots, pool, statistics, columns) is `inner`'s. `change` draws from a key of its
+    own (`key_salt` folded in), so the wrapped seam's draws are the same as without the wrapper. Each change
+    counts something per game ([B]), summed over the step's new games as the statistic `stat`; the column
+    `column` is its mean over them."""
+
+    inner: GameStarts
+    key_salt: ClassVar[int]
+    stat: ClassVar[str]
+    column: ClassVar[str]
+
+    def change(self, key: Array, games: GameState) -> tuple[GameState, Array]:
+        """(games [B] changed, what the change counted per game [B])."""
+        raise NotImplementedError
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return (*self.inner.columns, self.column)
+
+    def init(self, key: Array, params: Any, games: GameState, pool_size: int) -> tuple[GameState, Any, Any]:
+        games, slots, pool = self.inner.init(key, params, games, pool_size)
+        games, _ = self.change(jax.random.fold_in(key, self.key_salt), games)
+        return games, slots, pool
+
+    def prepare(self, params: Any) -> Any:
+        return self.inner.prepare(params)
+
+    def restart(self, key: Array, params: Any, context: Any, states: GameState, searched: Searched, slots: Any,
+                pool: Any, ended: Array) -> tuple[GameState, Any, Any, dict[str, Array]]:
+        games, slots, pool, stats = self.inner.restart(key, params, context, states, searched, slots, pool, ended)
+        games, counted = self.change(jax.random.fold_in(key, self.key_salt), games)
+        return games, slots, pool, {**stats, self.stat: jnp.where(ended, counted, 0).sum()}
+
+    def step_metrics(self, context: Any, pool: Any) -> tuple[dict[str, Array], dict[str, Array]]:
+        return self.inner.step_metrics(context, pool)
+
+    def row(self, metrics: dict[str, Any]) -> dict[str, Any]:
+        games = int(metrics["games"])
+        mean = int(metrics[self.stat]) / games if games else float("nan")
+        return {**self.inner.row(metrics), self.column: mean}
 
 
 # ---------------------------------------------------------------- targets

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any
+from typing import Any, ClassVar
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from azjax.games import Game, GameState, where_games
-from azjax.methods.alphazero import GameStarts, Searched
+from azjax.methods.alphazero import GameStartsWrapper
 
 __all__ = ["OddsStarts", "odds_fens"]
 
@@ -56,7 +56,7 @@ def _odds_states(game: Game) -> GameState:
 
 
 @dataclasses.dataclass(frozen=True)
-class OddsStarts:
+class OddsStarts(GameStartsWrapper):
     """A game-starts seam whose starts are `inner`'s, each replaced by a uniformly drawn odds start (one of
     `odds_fens()`) with probability `odds_start_prob` (a float, or a traced scalar in a sweep).
 
@@ -64,51 +64,22 @@ class OddsStarts:
     the step's new games begun at odds.
     """
 
-    inner: GameStarts
     game: Game
     odds_start_prob: Any
+    key_salt: ClassVar[int] = 0x0DD5
+    stat: ClassVar[str] = "odds_starts_sum"
+    column: ClassVar[str] = "odds_share"
 
     def __post_init__(self) -> None:
         if not self.game.is_chess:
             raise ValueError(f"odds starts apply to chess only, not {type(self.game).__name__}")
 
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return (*self.inner.columns, "odds_share")
-
-    def _odds(self, key: jax.Array, games: GameState) -> tuple[GameState, jax.Array]:
+    def change(self, key: jax.Array, games: GameState) -> tuple[GameState, jax.Array]:
         """games [B] with each replaced by an odds start with probability `odds_start_prob`; (games, bool [B])."""
-        starts = self._starts()
+        starts = _odds_states(self.game)  # [14], constants of the compiled program
         b = games.current_player.shape[0]
         k_use, k_which = jax.random.split(key)
         use = jax.random.uniform(k_use, (b,)) < self.odds_start_prob
         which = jax.random.randint(k_which, (b,), 0, starts.current_player.shape[0])
         odds = jax.tree.map(lambda x: jnp.asarray(x)[which], starts)
         return where_games(use, odds, games), use
-
-    def _starts(self) -> GameState:
-        """The odds starts as one batched GameState [14], constants of the compiled program."""
-        return _odds_states(self.game)
-
-    def init(self, key: jax.Array, params: Any, games: GameState, pool_size: int) -> tuple[GameState, Any, Any]:
-        games, slots, pool = self.inner.init(key, params, games, pool_size)
-        games, _ = self._odds(jax.random.fold_in(key, 0x0DD5), games)
-        return games, slots, pool
-
-    def prepare(self, params: Any) -> Any:
-        return self.inner.prepare(params)
-
-    def restart(self, key: jax.Array, params: Any, context: Any, states: GameState, searched: Searched, slots: Any,
-                pool: Any, ended: jax.Array) -> tuple[GameState, Any, Any, dict[str, jax.Array]]:
-        games, slots, pool, stats = self.inner.restart(key, params, context, states, searched, slots, pool, ended)
-        # A key of its own: the wrapped seam's draws are the same as without odds starts.
-        games, used = self._odds(jax.random.fold_in(key, 0x0DD5), games)
-        return games, slots, pool, {**stats, "odds_starts_sum": (used & ended).sum()}
-
-    def step_metrics(self, context: Any, pool: Any) -> tuple[dict[str, jax.Array], dict[str, jax.Array]]:
-        return self.inner.step_metrics(context, pool)
-
-    def row(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        games = int(metrics["games"])
-        share = int(metrics["odds_starts_sum"]) / games if games else float("nan")
-        return {**self.inner.row(metrics), "odds_share": share}

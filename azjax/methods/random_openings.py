@@ -15,13 +15,13 @@ search archive a trajectory begun at the initial state still counts as one after
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
 
 from azjax.games import Game, GameState, where_games
-from azjax.methods.alphazero import GameStarts, Searched
+from azjax.methods.alphazero import GameStartsWrapper
 
 __all__ = ["RandomOpenings", "random_opening"]
 
@@ -48,44 +48,22 @@ def random_opening(game: Game, key: jax.Array, states: GameState, max_plies: int
 
 
 @dataclasses.dataclass(frozen=True)
-class RandomOpenings:
+class RandomOpenings(GameStartsWrapper):
     """A game-starts seam whose starts are `inner`'s, each followed by a random opening of 0..`max_plies` moves.
 
     Everything else (slots, pool, statistics, columns) is `inner`'s. Adds the column `opening_plies`: the
     random moves played per trajectory begun this step, on average.
     """
 
-    inner: GameStarts
     game: Game
     max_plies: int
+    key_salt: ClassVar[int] = 0x0DE
+    stat: ClassVar[str] = "opening_plies_sum"
+    column: ClassVar[str] = "opening_plies"
 
     def __post_init__(self) -> None:
         if self.max_plies < 1:
             raise ValueError(f"random openings need max_plies >= 1, got {self.max_plies}")
 
-    @property
-    def columns(self) -> tuple[str, ...]:
-        return (*self.inner.columns, "opening_plies")
-
-    def init(self, key: jax.Array, params: Any, games: GameState, pool_size: int) -> tuple[GameState, Any, Any]:
-        games, slots, pool = self.inner.init(key, params, games, pool_size)
-        games, _ = random_opening(self.game, jax.random.fold_in(key, 0x0DE), games, self.max_plies)
-        return games, slots, pool
-
-    def prepare(self, params: Any) -> Any:
-        return self.inner.prepare(params)
-
-    def restart(self, key: jax.Array, params: Any, context: Any, states: GameState, searched: Searched, slots: Any,
-                pool: Any, ended: jax.Array) -> tuple[GameState, Any, Any, dict[str, jax.Array]]:
-        games, slots, pool, stats = self.inner.restart(key, params, context, states, searched, slots, pool, ended)
-        # A key of its own: the wrapped seam's draws are the same as without openings.
-        games, played = random_opening(self.game, jax.random.fold_in(key, 0x0DE), games, self.max_plies)
-        return games, slots, pool, {**stats, "opening_plies_sum": jnp.where(ended, played, 0).sum()}
-
-    def step_metrics(self, context: Any, pool: Any) -> tuple[dict[str, jax.Array], dict[str, jax.Array]]:
-        return self.inner.step_metrics(context, pool)
-
-    def row(self, metrics: dict[str, Any]) -> dict[str, Any]:
-        games = int(metrics["games"])
-        mean = int(metrics["opening_plies_sum"]) / games if games else float("nan")
-        return {**self.inner.row(metrics), "opening_plies": mean}
+    def change(self, key: jax.Array, games: GameState) -> tuple[GameState, jax.Array]:
+        return random_opening(self.game, key, games, self.max_plies)
