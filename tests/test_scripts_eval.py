@@ -447,3 +447,9 @@ def test_the_material_probe_pairs_a_position_a_queen_up_with_it_a_queen_down(tmp
     (tmp_path / "odd.txt").write_text(f"# a comment\n{up.fen()}\n")
     with pytest.raises(SystemExit, match="odd number"):
         probe.read_pairs(tmp_path / "odd.txt")
+
+
+def test_the_sweep_bench_refuses_more_runs_alone_than_seeds_in_one_line(capsys):
+    with pytest.raises(SystemExit):
+        load_script("bench_sweep").main(["--seeds", "2", "--sequential_runs", "3"])
+    assert "--sequential_runs must be in 0..--seeds (2), got 3" in capsys.readouterr().err
