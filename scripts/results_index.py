@@ -28,6 +28,9 @@ TABLE_START = "<!-- the table is written by python scripts/results_index.py from
 TABLE_END = "<!-- end of the written table -->"
 GPU_TABLE_START = "<!-- the GPU table is written by python scripts/results_index.py from results/gpu/ -->"
 GPU_TABLE_END = "<!-- end of the written GPU table -->"
+TEST_TIMES_START = ("<!-- the test times are written by python scripts/results_index.py from "
+                    "results/test_times_*.json -->")
+TEST_TIMES_END = "<!-- end of the written test times -->"
 
 # What a file measures, by the program that wrote it (an `azjax` subcommand or a script under scripts/).
 MEASURES: dict[str, str] = {
@@ -315,9 +318,23 @@ def gpu_table() -> str:
     return "\n".join(rows)
 
 
+def _minutes(seconds: float) -> str:
+    return f"{int(seconds) // 60}:{int(seconds) % 60:02d}"
+
+
+def test_times() -> str:
+    """README.md's sentence on how long the fast tier and the whole suite took, from scripts/time_tests.py's files."""
+    fast, full = (json.loads((RESULTS / f"test_times_{tier}.json").read_text()) for tier in ("fast", "full"))
+    return (f"It took {_minutes(fast['wall_seconds'])} on {fast['cpu_cores']} cores at {fast['commit']} "
+            f"([results/test_times_fast.json](results/test_times_fast.json)); the whole suite took "
+            f"{_minutes(full['wall_seconds'])} at {full['commit']} "
+            f"([results/test_times_full.json](results/test_times_full.json)).")
+
+
 def readme_with_table(text: str) -> str:
     """README.md's text with the parts between its table markers rewritten."""
-    for begin, finish, table in ((TABLE_START, TABLE_END, headline_table), (GPU_TABLE_START, GPU_TABLE_END, gpu_table)):
+    for begin, finish, table in ((TABLE_START, TABLE_END, headline_table), (GPU_TABLE_START, GPU_TABLE_END, gpu_table),
+                                 (TEST_TIMES_START, TEST_TIMES_END, test_times)):
         start, end = text.index(begin) + len(begin), text.index(finish)
         text = text[:start] + "\n" + table() + "\n" + text[end:]
     return text

@@ -217,6 +217,31 @@ def test_the_odds_verdict_needs_plain_to_fall_and_contempt_to_gain_past_it(monke
         assert fidelity.contempt_at_odds("p")()["verdict"].startswith(verdict), scores
 
 
+def test_sais_verdict_counts_the_seeds_within_one_point_of_nine(tmp_path, monkeypatch) -> None:
+    spec = importlib.util.spec_from_file_location("fidelity", ROOT / "scripts" / "fidelity.py")
+    fidelity = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fidelity)
+    (tmp_path / "results").mkdir()
+    monkeypatch.setattr(fidelity, "ROOT", tmp_path)
+
+    def write(name: str, mean: float, seed: int = 0) -> None:
+        run = {"last_quarter": {"mean": mean, "min": mean - 1, "max": mean + 1}, "perfect_play_black_lead": 9.0,
+               "steps": 1500, "games": 30000, "config": {"seed": seed}}
+        (tmp_path / "results" / name).write_text(json.dumps(run))
+
+    for other in ("window64k", "sims32", "sims32_swa995", "gumbel025"):
+        write(f"sai_7x7_{other}.json", 3.0)
+    write("sai_7x7.json", 9.2)
+    assert fidelity.sai_plus_nine()["verdict"].startswith("1 seed (the issue asks for 3): 1 within +-1")
+    write("sai_7x7_seed1.json", 8.5, seed=1)
+    write("sai_7x7_seed2.json", 6.0, seed=2)
+    claim = fidelity.sai_plus_nine()
+    assert claim["seeds"] == 3 and claim["verdict"].startswith("does not reproduce: 2 of 3 seeds within +-1")
+    assert list(claim["figure"])[:3] == ["sai preset, seed 0", "sai preset, seed 1", "sai preset, seed 2"]
+    write("sai_7x7_seed2.json", 9.9, seed=2)
+    assert fidelity.sai_plus_nine()["verdict"].startswith("reproduces: 3 of 3 seeds within +-1")
+
+
 def test_docs_methods_has_every_section_the_code_cites() -> None:
     cited = set()
     for folder in ("azjax", "scripts", "tests"):
