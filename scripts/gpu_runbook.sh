@@ -8,7 +8,8 @@
 #          (chess without the plain loop                                                      -> bench_full_chess.json)
 #   start  the first training step of 9x9 `full`, cold (empty compile cache) and warm (cache filled) -> runbook.json
 #   sweep  8 seeds as one jitted program against the same 8 runs one after another              -> bench_sweep.json
-#   train  9x9 `full` trained for $TRAIN_MINUTES minutes (default 8), exported for CPU arenas  -> go_9x9_full/
+#   train  9x9 `full` trained for $TRAIN_MINUTES minutes (default 8), its program read from the start phase's
+#          compile cache, exported for CPU arenas                                       -> go_9x9_full/
 #   (no phase, or `all`: every phase in turn). Each phase appends its command and seconds to runbook.json.
 #
 #   bash scripts/gpu_runbook.sh plan bench        # on a GPU, then: start, sweep, train
@@ -55,6 +56,9 @@ else
 fi
 
 now() { date +%s.%N; }
+# The start and train phases' compile cache: the start phase empties it first, for a cold start.
+CACHE="$RUNS/compile_cache"
+cache_entries() { find "$CACHE" -type f 2>/dev/null | wc -l; }
 
 # Appends {"phase", "command", "seconds"} (from the start time $3 to now), and the fields of the JSON object $4 if
 # given, to $OUT/runbook.json.
@@ -94,19 +98,22 @@ for phase in "${phases[@]}"; do
     # The first step twice: with an empty compile cache, then with the cache the first run filled.
     # runbook.json gets start_cold and start_warm: process start, build, compile (or cache read) and one step,
     # each with the number of compiled programs the cache held when it began (0 for the cold start).
-    cache=$(mktemp -d)
+    # `--stop_after 1`, not `--num_steps 1`: the program is the one the train phase runs, so it reads this cache.
+    rm -rf "$CACHE"
+    mkdir -p "$CACHE"
     for kind in cold warm; do
       rm -rf "$RUNS/start_$kind"
-      EXTRA="{\"cache_entries_before\": $(find "$cache" -type f | wc -l)}" \
-        timed "start_$kind" env AZJAX_CACHE_DIR="$cache" azjax train "${TRAIN_FLAGS[@]}" --num_steps 1 \
+      EXTRA="{\"cache_entries_before\": $(cache_entries)}" \
+        timed "start_$kind" env AZJAX_CACHE_DIR="$CACHE" azjax train "${TRAIN_FLAGS[@]}" --stop_after 1 \
         --run_dir "$RUNS/start_$kind" --no-progress
-    done
-    rm -rf "$cache" ;;
+    done ;;
   sweep)
     timed sweep python scripts/bench_sweep.py "${SWEEP_FLAGS[@]}" --out "$OUT/bench_sweep.json" ;;
   train)
+    # In the start phase's cache, where it ran: the training time is not spent compiling the same program again.
     rm -rf "$RUNS/train" "$OUT/go_9x9_full"
-    timed train azjax train "${TRAIN_FLAGS[@]}" --run_dir "$RUNS/train" --no-progress
+    EXTRA="{\"cache_entries_before\": $(cache_entries)}" \
+      timed train env AZJAX_CACHE_DIR="$CACHE" azjax train "${TRAIN_FLAGS[@]}" --run_dir "$RUNS/train" --no-progress
     azjax export "$RUNS/train" "$OUT/go_9x9_full"
     cp "$RUNS/train/metrics.csv" "$OUT/go_9x9_full/" ;;
   esac

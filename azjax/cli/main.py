@@ -72,13 +72,15 @@ def cmd_train(args: argparse.Namespace) -> int:
         config = None
         if fields:
             config = load_config(args.resume).replace(**fields)
-        summary = train(config, args.resume, resume=True, progress=not args.no_progress, time_budget_s=budget)
+        summary = train(config, args.resume, resume=True, progress=not args.no_progress, stop_after=args.stop_after,
+                        time_budget_s=budget)
     else:
         game = "connect_four" if args.game is None else args.game
         name = "quick" if args.preset is None else args.preset
         config = configured(args, game, name)
         run_dir = args.run_dir or f"runs/{game}_{name}_{time.strftime('%Y%m%d_%H%M%S')}"
-        summary = train(config, run_dir, progress=not args.no_progress, time_budget_s=budget)
+        summary = train(config, run_dir, progress=not args.no_progress, stop_after=args.stop_after,
+                        time_budget_s=budget)
     last = summary.get("last_eval")
     print(f"run directory: {summary['run_dir']} (step {summary['step']})")
     if last:
@@ -337,6 +339,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-progress", action="store_true", help="plain log lines instead of a progress bar")
     p.add_argument("--minutes", type=positive_float, default=None,
                    help="stop after this much training time, with a checkpoint (continue with --resume)")
+    p.add_argument("--stop_after", type=positive_int, default=None, metavar="STEPS",
+                   help="stop after this many more loop steps, with a checkpoint (continue with --resume); unlike "
+                        "--num_steps it leaves the run's learning-rate schedule, and so its compiled program, as "
+                        "they are")
     replay_ratio_flag(p)
     config_flags(p)
     p.set_defaults(func=cmd_train)

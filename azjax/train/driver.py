@@ -207,7 +207,8 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
       run_dir: the run directory (created if new).
       resume: continue from the latest checkpoint in `run_dir`.
       progress: show a progress bar.
-      stop_after: stop (with a checkpoint) after this many steps, as if killed; for tests.
+      stop_after: stop (with a checkpoint) after this many more steps, as if killed (`azjax train
+        --stop_after`); the config, and so the compiled program, stays the run's.
       time_budget_s: stop (with a checkpoint) once this call has run this many seconds (the step under
         way finishes first); the run can be resumed.
     """

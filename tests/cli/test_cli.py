@@ -39,15 +39,18 @@ def test_tiny_cli_config_is_the_loop_tests_config(tiny_overrides):
 @pytest.mark.slow
 def test_train_eval_export_play(tmp_path, capsys, monkeypatch):
     run = tmp_path / "run"
+    # --stop_after stops a 4-step run after 2, its config (and so its schedule and program) unchanged.
     assert main(["train", "--game", "connect_four", "--preset", "quick", "--run_dir", str(run), "--num_steps", "4",
-                 "--no-progress", *TINY]) == 0
-    for name in ("config.json", "params.msgpack", "metrics.csv", "eval.csv", "curves.png"):
-        assert (run / name).exists(), name
-    assert "score" in capsys.readouterr().out
+                 "--stop_after", "2", "--no-progress", *TINY]) == 0
+    assert f"run directory: {run} (step 2)" in capsys.readouterr().out
+    assert json.loads((run / "config.json").read_text())["num_steps"] == 4
     # Resume to a longer run is refused (num_steps changes the schedule); same config resumes fine.
     assert main(["train", "--resume", str(run), "--num_steps", "6", "--no-progress"]) == 2
     assert "num_steps: saved 4, given 6" in capsys.readouterr().err
     assert main(["train", "--resume", str(run), "--no-progress"]) == 0
+    assert f"run directory: {run} (step 4)" in (out := capsys.readouterr().out) and "score" in out
+    for name in ("config.json", "params.msgpack", "metrics.csv", "eval.csv", "curves.png"):
+        assert (run / name).exists(), name
 
     model = tmp_path / "model"
     assert main(["export", str(run), str(model)]) == 0
