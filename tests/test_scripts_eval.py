@@ -449,6 +449,21 @@ def test_the_material_probe_pairs_a_position_a_queen_up_with_it_a_queen_down(tmp
         probe.read_pairs(tmp_path / "odd.txt")
 
 
+def test_the_mate_probe_finds_each_position_with_a_mate_in_one_and_its_mating_moves(tmp_path):
+    probe = load_script("mate_probe")
+    game = chess.pgn.Game.from_board(chess.Board())
+    node = game
+    for uci in ["f2f3", "e7e5", "g2g4", "d8h4"]:  # the fool's mate: Black mates in one before its second move
+        node = node.add_variation(chess.Move.from_uci(uci))
+    (tmp_path / "g.pgn").write_text(str(game))
+    (tmp_path / "same.pgn").write_text(str(game))  # the same position twice is probed once
+    positions = probe.mate_in_one_positions(sorted(tmp_path.glob("*.pgn")))
+    assert positions == [("rnbqkbnr/pppp1ppp/8/4p3/6P1/5P2/PPPPP2P/RNBQKBNR b KQkq - 0 2", ["d8h4"])]
+    out = tmp_path / "positions.txt"
+    assert probe.main(["--games", str(tmp_path), "--write_positions", str(out)]) == 0
+    assert probe.read_positions(out) == positions
+
+
 def test_the_sweep_bench_refuses_more_runs_alone_than_seeds_in_one_line(capsys):
     with pytest.raises(SystemExit):
         load_script("bench_sweep").main(["--seeds", "2", "--sequential_runs", "3"])

@@ -6,8 +6,9 @@
 Specs:
   * `PATH[:N][:key=value,...]`: a run directory or exported model searching N simulations
     (default `simulations`); keys `n_scl` (0 = off), `search` (puct / gumbel), `considered` (Gumbel's
-    `max_num_considered_actions`), `twofold_draws` (1 / 0, chess: Lc0's two-fold draws in the search) and
-    `sensible_lambda` (SAI networks: the sensible agent's lambda in [0, 1], 0 the plain winrate);
+    `max_num_considered_actions`), `c_scale` (Gumbel's `gumbel_c_scale`), `twofold_draws` (1 / 0, chess: Lc0's
+    two-fold draws in the search) and `sensible_lambda` (SAI networks: the sensible agent's lambda in [0, 1], 0
+    the plain winrate);
   * `policy:PATH`: the raw policy; `random`; `mcts:N` (rollout MCTS); `material` (chess: one ply of
     material, the move that captures the most);
   * `gtp:COMMAND ...`: a GTP program; `uci:COMMAND[:key=value,...]`: a UCI chess program, keys `skill`
@@ -43,7 +44,7 @@ class ArenaAgent:
     visits: int = 0
     n_scl: int | None = None
     search: str | None = None
-    # checkpoint agents: the config fields the spec's options change (`considered`, `twofold_draws`,
+    # checkpoint agents: the config fields the spec's options change (`considered`, `c_scale`, `twofold_draws`,
     # `sensible_lambda`)
     overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
 
@@ -133,6 +134,8 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
                 if not v.isdigit() or int(v) < 1:
                     raise ValueError(f"considered needs an integer >= 1, got {v!r}")
                 spec_overrides["max_num_considered_actions"] = int(v)
+            elif k == "c_scale":
+                spec_overrides["gumbel_c_scale"] = _positive_float(v, "c_scale")
             elif k == "twofold_draws":
                 if v not in ("0", "1"):
                     raise ValueError(f"twofold_draws needs 1 (on) or 0 (off), got {v!r}")
@@ -141,7 +144,7 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
                 spec_overrides["sensible_lambda"] = _unit_float(v, "sensible_lambda")
             else:
                 raise ValueError(f"unknown checkpoint option {k!r} in {spec!r} "
-                                 "(n_scl, search, considered, twofold_draws, sensible_lambda)")
+                                 "(n_scl, search, considered, c_scale, twofold_draws, sensible_lambda)")
     if base == "material":
         if game_name not in (None, "chess"):
             raise ValueError(f"agent 'material' plays chess, not {game_name}")
@@ -201,9 +204,20 @@ def _unit_float(text: str, key: str) -> float:
     return value
 
 
+def _positive_float(text: str, key: str) -> float:
+    """A spec option's value > 0; ValueError naming the key otherwise."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0.0:
+        raise ValueError(f"{key} needs a number > 0, got {text!r}")
+    return value
+
+
 def _spec_options(overrides: dict[str, Any]) -> list[tuple[str, Any]]:
     """The spec's own option names for config overrides, as a label shows them."""
-    names = {"max_num_considered_actions": "considered"}
+    names = {"max_num_considered_actions": "considered", "gumbel_c_scale": "c_scale"}
     return [(names.get(k, k), v) for k, v in overrides.items()]
 
 

@@ -481,6 +481,21 @@ def test_engine_commands_start_fast_and_fail_in_one_line(models, tmp_path, capsy
 
 
 @pytest.mark.slow
+def test_analyze_takes_the_gumbel_roots_considered_moves_and_c_scale_from_its_flags(models, capsys, monkeypatch):
+    go = str(models["go_9x9"])
+    built: list[dict] = []
+    from_checkpoint = Engine.from_checkpoint.__func__
+    monkeypatch.setattr(Engine, "from_checkpoint",
+                        classmethod(lambda cls, path, **kw: built.append(kw) or from_checkpoint(cls, path, **kw)))
+    gumbel = ["analyze", "--checkpoint", go, "--search", "gumbel", "--moves", "D4 E5", "--json"]
+    assert main(gumbel) == 0
+    assert len(json.loads(capsys.readouterr().out)["visits"]) > 1
+    assert main([*gumbel, "--considered", "1", "--c_scale", "1.5"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["visits"]) == 1  # the search visits the one considered move
+    assert built[-1]["config_overrides"] == {"max_num_considered_actions": 1, "gumbel_c_scale": 1.5}
+
+
+@pytest.mark.slow
 def test_analyze_single_and_batched(models, tmp_path, capsys):
     go = str(models["go_9x9"])
     assert main(["analyze", "--checkpoint", go, "--moves", "D4 E5", "--top", "5"]) == 0

@@ -194,6 +194,17 @@ def test_a_checkpoint_agent_takes_the_gumbel_roots_considered_moves_from_its_spe
         parse_agent(f"{c4_quick_untrained}:8:considered=0", None, 64)
 
 
+def test_a_checkpoint_agent_takes_the_gumbel_roots_c_scale_from_its_spec(c4_quick_untrained):
+    player, _ = parse_agent(f"{c4_quick_untrained}:8:considered=7,c_scale=1", None, 64)
+    assert player.overrides == {"max_num_considered_actions": 7, "gumbel_c_scale": 1.0}
+    assert player.name.endswith(":8:considered=7:c_scale=1.0")
+    engine = Engine.from_checkpoint(str(c4_quick_untrained), config_overrides=player.overrides)
+    assert engine.spec().gumbel_c_scale == 1.0
+    for bad in ("0", "-1", "big"):
+        with pytest.raises(ValueError, match=f"c_scale needs a number > 0, got '{bad}'"):
+            parse_agent(f"{c4_quick_untrained}:8:c_scale={bad}", None, 64)
+
+
 @pytest.mark.slow
 def test_a_chess_checkpoint_agent_takes_lc0s_twofold_draws_from_its_spec(c4_quick_untrained):
     chess_model = Path(__file__).resolve().parents[2] / "results" / "models" / "chess_quick"

@@ -1,0 +1,126 @@
+"""Does a chess model's search play a mate in one when it has one?
+
+    python scripts/mate_probe.py --games results/arena/chess/games --write_positions \
+        results/arena/chess/mate_in_one_positions.txt                            # once: the probe's positions
+    python scripts/mate_probe.py --checkpoint results/models/chess_hour --visits 64 [--considered 64] \
+        [--c_scale 1.0] --out results/chess_hour/mate_in_one.json                # a model's search on them
+
+The positions come from recorded games: every position (once each) where the side to move can mate in one. The
+probe searches each with `azjax analyze` and reports the share where the chosen move mates (`mates_played`), the
+share where the search visited a mating move at all (`mates_visited`), and the median prior of the best-rated
+mating move. A network whose games end in fifty-move draws a queen or two ahead plays few of them: with Gumbel's
+root, a move outside the `--considered` moves of highest prior is never searched, and a searched mate still loses
+the final choice to a move of much higher prior when `--c_scale` is small (docs/methods.md section 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+
+def mate_in_one_positions(game_files: list[Path]) -> list[tuple[str, list[str]]]:
+    """(FEN, mating moves in UCI) for every distinct position of the games whose side to move can mate in one."""
+    import chess
+    import chess.pgn
+
+    seen: dict[str, list[str]] = {}
+    for path in game_files:
+        with path.open() as f:
+            game = chess.pgn.read_game(f)
+        if game is None:
+            continue
+        board = game.board()
+        for move in game.mainline_moves():
+            fen = board.fen()
+            if fen not in seen:
+                mates = []
+                for candidate in board.legal_moves:
+                    board.push(candidate)
+                    if board.is_checkmate():
+                        mates.append(candidate.uci())
+                    board.pop()
+                if mates:
+                    seen[fen] = mates
+            board.push(move)
+    return list(seen.items())
+
+
+def read_positions(path: Path) -> list[tuple[str, list[str]]]:
+    """The lines `FEN ; move move ...` of a positions file."""
+    out = []
+    for line in path.read_text().splitlines():
+        if line.strip() and not line.startswith("#"):
+            fen, _, mates = line.partition(";")
+            out.append((fen.strip(), mates.split()))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from azjax.checkpoint import script_command, write_json
+
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--games", nargs="+", help="folders of PGN game records to draw positions from")
+    p.add_argument("--write_positions", help="write the positions drawn from --games here and stop")
+    p.add_argument("--positions", default="results/arena/chess/mate_in_one_positions.txt",
+                   help="lines `FEN ; mating moves`")
+    p.add_argument("--checkpoint", help="the model (or run directory) whose search to probe")
+    p.add_argument("--visits", type=int, default=64)
+    p.add_argument("--considered", type=int, default=None, help="Gumbel's root moves (default: the model's)")
+    p.add_argument("--c_scale", type=float, default=None, help="Gumbel's gumbel_c_scale (default: the model's)")
+    p.add_argument("--out", help="JSON of the probe")
+    args = p.parse_args(argv)
+
+    if args.write_positions:
+        if not args.games:
+            p.error("--write_positions needs --games")
+        files = sorted(f for folder in args.games for f in Path(folder).glob("*.pgn"))
+        positions = mate_in_one_positions(files)
+        header = (f"# positions whose side to move can mate in one, with the mating moves: "
+                  f"{script_command(__file__, argv)}\n# from {len(files)} games of {' '.join(args.games)}\n")
+        Path(args.write_positions).write_text(header + "".join(f"{fen} ; {' '.join(m)}\n" for fen, m in positions))
+        print(f"{len(positions)} positions -> {args.write_positions}")
+        return 0
+    if not (args.checkpoint and args.out):
+        p.error("give --checkpoint and --out (or --games and --write_positions)")
+
+    from azjax.cli import main as azjax
+
+    positions = read_positions(Path(args.positions))
+    flags = [f"--{k}={v}" for k, v in (("considered", args.considered), ("c_scale", args.c_scale)) if v is not None]
+    with tempfile.TemporaryDirectory() as tmp:
+        lines, found = Path(tmp) / "positions.txt", Path(tmp) / "search.jsonl"
+        lines.write_text("".join(f"{fen}\n" for fen, _ in positions))
+        status = azjax(["analyze", "--checkpoint", args.checkpoint, "--visits", str(args.visits), *flags,
+                        "--positions", str(lines), "--out", str(found)])
+        if status:
+            return status
+        rows = [json.loads(line) for line in found.read_text().splitlines()]
+    if any("error" in r for r in rows):
+        raise SystemExit(f"a position could not be set up: {next(r for r in rows if 'error' in r)}")
+    played = [r["move"] in mates for r, (_, mates) in zip(rows, positions, strict=True)]
+    visited = [any(r["visits"].get(m, 0) > 0 for m in mates) for r, (_, mates) in zip(rows, positions, strict=True)]
+    # The prior of a mating move the search never visited is not in analyze's output: read as 0.
+    priors = [max(r["prior"].get(m, 0.0) for m in mates) for r, (_, mates) in zip(rows, positions, strict=True)]
+    result = {
+        "command": script_command(__file__, argv), "checkpoint": args.checkpoint, "visits": args.visits,
+        "considered": args.considered, "c_scale": args.c_scale, "positions_file": args.positions,
+        "positions": len(positions),
+        "mates_played": sum(played) / len(played), "mates_visited": sum(visited) / len(visited),
+        "played_when_visited": sum(played) / max(1, sum(visited)),
+        "median_mate_prior_visited": statistics.median([q for q, v in zip(priors, visited, strict=True) if v] or [0]),
+        "note": "mates_played: the share of positions where the searched move mates; mates_visited: where a mating "
+                "move got a visit",
+    }
+    write_json(args.out, result)
+    print(f"{args.checkpoint} ({' '.join(flags) or 'its own search'}): mate played in {result['mates_played']:.0%} "
+          f"of {len(positions)} positions, visited in {result['mates_visited']:.0%} -> {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
