@@ -298,15 +298,20 @@ def search_policy(config: Config, game: Game, evaluate: Evaluator | ParentAwareE
 
 def search_spec(config: Config, *, training: bool, num_simulations: int | None = None) -> SearchSpec:
     """The search policy: self-play settings (`training=True`: root noise) or evaluation settings (no noise,
-    and the config's `eval_search` kind unless it is "same"); search-contempt's `n_scl` in both."""
+    the config's `eval_search` kind unless it is "same", and its `eval_` Gumbel root settings where set);
+    search-contempt's `n_scl` in both."""
     kind = config.search if training or config.eval_search == "same" else config.eval_search
+    considered, c_scale = config.max_num_considered_actions, config.gumbel_c_scale
+    if not training:
+        considered = config.eval_max_num_considered_actions or considered
+        c_scale = config.eval_gumbel_c_scale or c_scale
     return SearchSpec(
         kind=kind,
         num_simulations=num_simulations or config.num_simulations,
-        max_num_considered_actions=config.max_num_considered_actions,
+        max_num_considered_actions=considered,
         gumbel_scale=config.gumbel_scale if training else 0.0,
         gumbel_c_visit=config.gumbel_c_visit,
-        gumbel_c_scale=config.gumbel_c_scale,
+        gumbel_c_scale=c_scale,
         pb_c_init=config.pb_c_init,
         dirichlet_alpha=config.dirichlet_alpha,
         dirichlet_fraction=config.dirichlet_fraction if training else 0.0,

@@ -68,6 +68,11 @@ class Config:
     # values. mctx's defaults (50, 0.1). A smaller c_scale trusts a young value head less.
     gumbel_c_visit: float = 50.0
     gumbel_c_scale: float = 0.1
+    # The Gumbel root of the trained network as a player, where it differs from self-play's; 0 = self-play's.
+    # A player that considers every legal move and weighs searched values at c_scale 1 plays the mates in one its
+    # search finds, which the prior outweighs at 0.1 (scripts/mate_probe.py; docs/experiments.md, chess).
+    eval_max_num_considered_actions: int = 0
+    eval_gumbel_c_scale: float = 0.0
     pb_c_init: float = 1.25  # PUCT
     dirichlet_alpha: float = 0.3
     dirichlet_fraction: float = 0.25
@@ -180,7 +185,7 @@ class Config:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
         nonneg = ["sgd_steps_per_step", "min_replay_size", "temperature_moves", "lr_warmup_steps",
                   "eval_every", "weight_decay", "learning_rate", "dirichlet_fraction", "gumbel_scale",
-                  "gumbel_c_visit", "gumbel_c_scale",
+                  "gumbel_c_visit", "gumbel_c_scale", "eval_max_num_considered_actions", "eval_gumbel_c_scale",
                   "pb_c_init", "value_loss_weight", "value_probe_games", "random_opening_plies"]
         for name in nonneg:
             if getattr(self, name) < 0:
@@ -375,8 +380,8 @@ CORE_GROUPS: dict[str, tuple[str, ...]] = {
     "network": ("num_blocks", "num_channels", "compute_dtype", "legacy_heads", "head_hidden_norm", "colour_plane",
                 "policy_head"),
     "search": ("search", "eval_search", "num_simulations", "max_num_considered_actions", "gumbel_scale",
-               "gumbel_c_visit", "gumbel_c_scale", "pb_c_init", "dirichlet_alpha", "dirichlet_fraction",
-               "temperature_moves"),
+               "gumbel_c_visit", "gumbel_c_scale", "eval_max_num_considered_actions", "eval_gumbel_c_scale",
+               "pb_c_init", "dirichlet_alpha", "dirichlet_fraction", "temperature_moves"),
     "self-play and replay": ("num_envs", "moves_per_step", "replay_size", "min_replay_size"),
     "training": ("batch_size", "sgd_steps_per_step", "learning_rate", "lr_warmup_steps", "lr_end_fraction",
                  "weight_decay", "value_loss_weight", "augment"),
@@ -556,13 +561,18 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         # An adjudicated lead counts half a win (`adjudicate_scale`), so a mate is worth more than holding material:
         # the run with it (100 minutes, results/chess_hour/adjudicate_scale) mated the material player in 11 of 40
         # games, the run without in 4 (60 contended minutes; the two differ in length too).
+        # A fifth of the games start at odds (`odds_start_prob`): the value then tells a queen up from a queen down
+        # at the start, 0.34 apart against 0.24 (results/chess_hour/odds_starts_resumed). The player's Gumbel root
+        # considers 64 moves at c_scale 1 (self-play keeps 16 at 0.1): it plays 95% of its mates in one, against 13%,
+        # and scored 0.662 against the material player, against 0.562 (results/chess_hour/mate_in_one).
         "hour": dict(num_blocks=4, num_channels=32, num_simulations=16, num_envs=128,
                      moves_per_step=8, replay_size=65536, min_replay_size=4096, batch_size=256,
                      sgd_steps_per_step=8, num_steps=870, temperature_moves=20, eval_every=0,
                      dirichlet_alpha=0.3, adjudicate_plies=100, adjudicate_margin=3.0,
                      adjudicate_result="proportional", value_target_q_weight=0.5, swa_decay=0.99,
                      checkpoint_every=100, value_head="wdl", random_opening_plies=12, policy_head="conv",
-                     adjudicate_scale=0.5),
+                     adjudicate_scale=0.5, odds_start_prob=0.2, eval_max_num_considered_actions=64,
+                     eval_gumbel_c_scale=1.0),
         # Sized to fit 40 GB (A100 40 GB, TPU v4 32 GB): a chess position keeps a 4672-move policy and 119 planes
         # (48 kB in the replay), and the search tree a full pgx state per node (`azjax plan`: results/plan/). With
         # 1024 games and 500k positions it needed 56 GiB per device, an 80 GB card.

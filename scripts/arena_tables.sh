@@ -42,10 +42,11 @@ for table in "${tables[@]}"; do
       "gnugo-l10=gtp:$GNU --level 10" --gauntlet --games 40 --random_opening_plies 2 --komi 7.5 \
       --out_dir results/arena/go_9x9 ;;
   chess)
-    # The chess model trained from scratch in 100 CPU minutes (results/models/chess_hour/README.md) with a
-    # 64-simulation search against random play, the one-ply material player and Stockfish at UCI_Elo 1350, 40 games
-    # a pairing (2 random opening plies, colours alternating) under chess's own rules; then its values a queen up and
-    # a queen down, each side to move (results/arena/chess/material_positions.txt), as `azjax analyze` reads them.
+    # The chess model trained from scratch in 131 CPU minutes (results/models/chess_hour/README.md) with a
+    # 64-simulation search (its player's Gumbel root: 64 moves at c_scale 1) against random play, the one-ply
+    # material player and Stockfish at UCI_Elo 1350, 40 games a pairing (2 random opening plies, colours
+    # alternating) under chess's own rules; then its values a queen up and a queen down, each side to move
+    # (results/arena/chess/material_positions.txt), as `azjax analyze` reads them.
     # The hour-trained chess_quick model's table is chess_quick/.
     STOCKFISH=$(command -v stockfish || echo /usr/games/stockfish)
     azjax arena results/models/chess_hour:64 random material \

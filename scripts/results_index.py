@@ -255,10 +255,11 @@ HEADLINE_ROWS: list[tuple[str, str, str, list[tuple[str, str]]]] = [
      [("results/arena/go_9x9/results.json", "gnugo-l1"), ("results/arena/go_9x9/results.json", "gnugo-l10")]),
     ("Chess",
      "`hour` preset (Lc0's win/draw/loss head, random openings, AlphaZero's conv policy head, adjudicated leads at "
-     "half a win): 854 steps in [100 minutes](results/chess_hour/adjudicate_scale/train_log.txt), 2 CPU cores",
-     "one-ply material player / random play (40 games each, 64 simulations, chess's own rules)",
-     [("results/chess_hour/adjudicate_scale/arena/results.json", "material"),
-      ("results/chess_hour/adjudicate_scale/arena/results.json", "random")]),
+     "half a win, a fifth of the games at odds): 850 steps in [100](results/chess_hour/odds_starts/train_log.txt) "
+     "+ [31 minutes](results/chess_hour/odds_starts_resumed/train_log.txt), 2 CPU cores",
+     "one-ply material player / random play (40 games each, 64 simulations with a 64-move Gumbel root at c_scale 1, "
+     "chess's own rules)",
+     [("results/arena/chess/results.json", "material"), ("results/arena/chess/results.json", "random")]),
 ]
 
 

@@ -87,8 +87,8 @@ def main(args: argparse.Namespace) -> int:
         refuse_model_dir(args.out, f"--out {args.out}")
     if args.positions and not args.out:  # before the engine is built (and its search compiled)
         raise ValueError("--positions needs --out FILE.jsonl")
-    overrides = {field: value for field, value in (("max_num_considered_actions", args.considered),
-                                                   ("gumbel_c_scale", args.c_scale)) if value is not None}
+    overrides = {field: value for field, value in (("eval_max_num_considered_actions", args.considered),
+                                                   ("eval_gumbel_c_scale", args.c_scale)) if value is not None}
     engine = Engine.from_checkpoint(args.checkpoint, visits=args.visits, n_scl=args.n_scl, search=args.search,
                                     config_overrides=overrides)
     if args.positions:
@@ -146,10 +146,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n_scl", type=nonnegative_int, default=None, help="search-contempt node limit (0: off)")
     p.add_argument("--search", choices=["gumbel", "puct"], default=None, help="override the checkpoint's search")
     p.add_argument("--considered", type=positive_int, default=None,
-                   help="Gumbel: root moves considered (the checkpoint's max_num_considered_actions by default)")
+                   help="Gumbel: root moves considered (default: the checkpoint's eval_max_num_considered_actions, "
+                        "else its max_num_considered_actions)")
     p.add_argument("--c_scale", type=positive_float, default=None,
-                   help="Gumbel: the scale of the searched values against the prior's logits (the checkpoint's "
-                        "gumbel_c_scale by default)")
+                   help="Gumbel: the scale of the searched values against the prior's logits (default: the "
+                        "checkpoint's eval_gumbel_c_scale, else its gumbel_c_scale)")
     p.add_argument("--top", type=nonnegative_int, default=20, help="table rows (0: every legal move)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--positions", default=None, help="file of positions, one per line (batched)")

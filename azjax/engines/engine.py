@@ -184,7 +184,7 @@ class Engine:
     @classmethod
     def from_checkpoint(cls, path: str, *, config_overrides: dict[str, Any] | None = None, **kwargs: Any) -> Engine:
         """The engine of a checkpoint or exported model; `config_overrides` replace config fields first (e.g. the
-        Gumbel root's `max_num_considered_actions`)."""
+        Gumbel root's `eval_max_num_considered_actions`)."""
         config, params = load_model(path)
         return cls(config.replace(**(config_overrides or {})), params, **kwargs)
 

@@ -5,10 +5,10 @@
 
 Specs:
   * `PATH[:N][:key=value,...]`: a run directory or exported model searching N simulations
-    (default `simulations`); keys `n_scl` (0 = off), `search` (puct / gumbel), `considered` (Gumbel's
-    `max_num_considered_actions`), `c_scale` (Gumbel's `gumbel_c_scale`), `twofold_draws` (1 / 0, chess: Lc0's
-    two-fold draws in the search) and `sensible_lambda` (SAI networks: the sensible agent's lambda in [0, 1], 0
-    the plain winrate);
+    (default `simulations`); keys `n_scl` (0 = off), `search` (puct / gumbel), `considered` (the Gumbel
+    root's moves, `eval_max_num_considered_actions`), `c_scale` (`eval_gumbel_c_scale`), `twofold_draws` (1 / 0,
+    chess: Lc0's two-fold draws in the search) and `sensible_lambda` (SAI networks: the sensible agent's lambda in
+    [0, 1], 0 the plain winrate);
   * `policy:PATH`: the raw policy; `random`; `mcts:N` (rollout MCTS); `material` (chess: one ply of
     material, the move that captures the most);
   * `gtp:COMMAND ...`: a GTP program; `uci:COMMAND[:key=value,...]`: a UCI chess program, keys `skill`
@@ -133,9 +133,9 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
             elif k == "considered":
                 if not v.isdigit() or int(v) < 1:
                     raise ValueError(f"considered needs an integer >= 1, got {v!r}")
-                spec_overrides["max_num_considered_actions"] = int(v)
+                spec_overrides["eval_max_num_considered_actions"] = int(v)
             elif k == "c_scale":
-                spec_overrides["gumbel_c_scale"] = _positive_float(v, "c_scale")
+                spec_overrides["eval_gumbel_c_scale"] = _positive_float(v, "c_scale")
             elif k == "twofold_draws":
                 if v not in ("0", "1"):
                     raise ValueError(f"twofold_draws needs 1 (on) or 0 (off), got {v!r}")
@@ -217,7 +217,7 @@ def _positive_float(text: str, key: str) -> float:
 
 def _spec_options(overrides: dict[str, Any]) -> list[tuple[str, Any]]:
     """The spec's own option names for config overrides, as a label shows them."""
-    names = {"max_num_considered_actions": "considered", "gumbel_c_scale": "c_scale"}
+    names = {"eval_max_num_considered_actions": "considered", "eval_gumbel_c_scale": "c_scale"}
     return [(names.get(k, k), v) for k, v in overrides.items()]
 
 

@@ -75,7 +75,7 @@ SWITCH_OFF_VALUES = {"value_target_q_weight": 0.0, "start_state_prob": 1.0, "td_
 SPLIT_AT_OFF_VALUES = {"n_scl": 0, "sensible_lambda": 0.0, "branch_prob": 0.0, "full_search_prob": 1.0}
 # Host-side fields: logging, checkpoints and evaluation; they never change the program.
 HOST_FIELDS = ("log_every", "checkpoint_every", "eval_every", "eval_games", "eval_simulations",
-               "eval_opponent_simulations", "eval_search")
+               "eval_opponent_simulations", "eval_search", "eval_max_num_considered_actions", "eval_gumbel_c_scale")
 
 
 def program_key(config: Config) -> tuple[Any, ...]:

@@ -492,7 +492,7 @@ def test_analyze_takes_the_gumbel_roots_considered_moves_and_c_scale_from_its_fl
     assert len(json.loads(capsys.readouterr().out)["visits"]) > 1
     assert main([*gumbel, "--considered", "1", "--c_scale", "1.5"]) == 0
     assert len(json.loads(capsys.readouterr().out)["visits"]) == 1  # the search visits the one considered move
-    assert built[-1]["config_overrides"] == {"max_num_considered_actions": 1, "gumbel_c_scale": 1.5}
+    assert built[-1]["config_overrides"] == {"eval_max_num_considered_actions": 1, "eval_gumbel_c_scale": 1.5}
 
 
 @pytest.mark.slow

@@ -184,10 +184,10 @@ def test_the_material_agent_takes_the_most_valuable_piece_and_plays_only_legal_m
 
 def test_a_checkpoint_agent_takes_the_gumbel_roots_considered_moves_from_its_spec(c4_quick_untrained):
     player, game = parse_agent(f"{c4_quick_untrained}:8:considered=3", None, 64)
-    assert game == "connect_four" and player.overrides == {"max_num_considered_actions": 3}
+    assert game == "connect_four" and player.overrides == {"eval_max_num_considered_actions": 3}
     assert player.name.endswith(":8:considered=3")
     # Host games (against GTP and UCI programs) play it through an engine with the same override.
-    engine = Engine.from_checkpoint(str(c4_quick_untrained), config_overrides={"max_num_considered_actions": 3})
+    engine = Engine.from_checkpoint(str(c4_quick_untrained), config_overrides=player.overrides)
     assert engine.spec().max_num_considered_actions == 3
     assert parse_agent(f"{c4_quick_untrained}:8", None, 64)[0].overrides == {}
     with pytest.raises(ValueError, match="considered needs an integer >= 1, got '0'"):
@@ -196,7 +196,7 @@ def test_a_checkpoint_agent_takes_the_gumbel_roots_considered_moves_from_its_spe
 
 def test_a_checkpoint_agent_takes_the_gumbel_roots_c_scale_from_its_spec(c4_quick_untrained):
     player, _ = parse_agent(f"{c4_quick_untrained}:8:considered=7,c_scale=1", None, 64)
-    assert player.overrides == {"max_num_considered_actions": 7, "gumbel_c_scale": 1.0}
+    assert player.overrides == {"eval_max_num_considered_actions": 7, "eval_gumbel_c_scale": 1.0}
     assert player.name.endswith(":8:considered=7:c_scale=1.0")
     engine = Engine.from_checkpoint(str(c4_quick_untrained), config_overrides=player.overrides)
     assert engine.spec().gumbel_c_scale == 1.0

@@ -429,3 +429,17 @@ def test_eval_search_changes_only_the_players_search() -> None:
     assert search_spec(config.replace(eval_search="same"), training=False).kind == "gumbel"
     with pytest.raises(ValueError, match="eval_search must be one of"):
         Config(eval_search="alphabeta")
+
+
+def test_the_players_gumbel_root_settings_change_only_the_players_search() -> None:
+    config = Config(max_num_considered_actions=16, gumbel_c_scale=0.1)
+    player = config.replace(eval_max_num_considered_actions=64, eval_gumbel_c_scale=1.0)
+    assert search_spec(player, training=True) == search_spec(config, training=True)  # self-play keeps its root
+    spec = search_spec(player, training=False)
+    assert (spec.max_num_considered_actions, spec.gumbel_c_scale) == (64, 1.0)
+    assert search_spec(config, training=False) == search_spec(config.replace(eval_max_num_considered_actions=0,
+                                                                             eval_gumbel_c_scale=0.0), training=False)
+    assert search_spec(config, training=False).max_num_considered_actions == 16  # 0: the self-play root's
+    for field in ("eval_max_num_considered_actions", "eval_gumbel_c_scale"):
+        with pytest.raises(ValueError, match=f"{field} must be >= 0"):
+            Config(**{field: -1})
