@@ -551,7 +551,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                       moves_per_step=16, replay_size=32768, min_replay_size=4096, batch_size=256,
                       sgd_steps_per_step=4, num_steps=400, temperature_moves=20, eval_every=0,
                       dirichlet_alpha=0.3, adjudicate_plies=160, adjudicate_margin=3.0, swa_decay=0.99),
-        # Sized for about 100 minutes on 2 CPU cores split into 2 devices (scripts/chess_hour.sh). Games end at
+        # Sized for 100-130 minutes on 2 CPU cores split into 2 devices (scripts/chess_hour.sh). Games end at
         # 100 plies scored by the material lead (a lead of 3 pawns or more a win, smaller ones a part of one),
         # so nearly every game teaches the value something; each position is trained on about twice. Lc0's
         # win/draw/loss head and 0-12 random opening plies: the run with them played better and valued material
