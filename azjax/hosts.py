@@ -12,6 +12,10 @@ On one host with no accelerator, `AZJAX_CPU_DEVICES=N` (or `auto`, one per core)
 devices (`split_host_cpu`), so the data-parallel loop keeps N cores busy: XLA runs one device's small
 convolutions on about one core.
 
+On a CUDA GPU, `gpu_while_loop_graphs` lets XLA capture while loops and conditionals in CUDA graphs: the search's
+tree phase is one small launch per step of a while loop, and graphs took Connect Four's `full` self-play from 0.51
+to 0.58 of the network-only rate on an H200 (docs/gpu.md). `AZJAX_GPU_GRAPHS=0` turns it off.
+
 Only process 0 writes the run's files (config, parameters, metrics, plots); every process writes
 its own shards of the orbax checkpoints, so the run directory must be one all hosts share.
 """
@@ -23,6 +27,10 @@ from typing import Any
 
 OFF_WORDS = ("", "0", "off", "none", "false")  # values of AZJAX_DISTRIBUTED that mean "no"
 CPU_DEVICES_FLAG = "--xla_force_host_platform_device_count"
+GPU_COMMAND_BUFFER_FLAG = "--xla_gpu_enable_command_buffer"
+# XLA's default command buffer types, plus CONDITIONAL and WHILE: the search's control flow
+GPU_COMMAND_BUFFER_TYPES = "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,CONDITIONAL,WHILE"
+CUDA_PLUGINS = ("jax_cuda12_plugin", "jax_cuda13_plugin")  # what `pip install jax[cuda12]` (or 13) brings
 
 
 def host_cores() -> int:
@@ -55,6 +63,30 @@ def split_host_cpu(environ: dict[str, str] | None = None) -> int | None:
     if CPU_DEVICES_FLAG not in flags:
         environ["XLA_FLAGS"] = f"{flags} {CPU_DEVICES_FLAG}={count}".strip()
     return count
+
+
+def gpu_while_loop_graphs(environ: dict[str, str] | None = None, cuda: bool | None = None) -> bool:
+    """Adds `--xla_gpu_enable_command_buffer` with while loops and conditionals to `XLA_FLAGS`; returns whether it did.
+
+    Only where JAX has a CUDA plugin (`cuda`: None looks for one) and `JAX_PLATFORMS` does not rule the GPU out;
+    never when `XLA_FLAGS` already sets command buffers or `AZJAX_GPU_GRAPHS` is off (0, off, false, none). Like
+    `split_host_cpu`, it must run before anything starts JAX's backend.
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get("AZJAX_GPU_GRAPHS", "1").strip().lower() in OFF_WORDS:
+        return False
+    platforms = environ.get("JAX_PLATFORMS", "").strip().lower()
+    if platforms and not any(p in platforms for p in ("cuda", "gpu")):
+        return False
+    if cuda is None:
+        from importlib.util import find_spec
+
+        cuda = any(find_spec(name) is not None for name in CUDA_PLUGINS)
+    flags = environ.get("XLA_FLAGS", "")
+    if not cuda or GPU_COMMAND_BUFFER_FLAG in flags:
+        return False
+    environ["XLA_FLAGS"] = f"{flags} {GPU_COMMAND_BUFFER_FLAG}={GPU_COMMAND_BUFFER_TYPES}".strip()
+    return True
 
 
 def init_distributed() -> bool:

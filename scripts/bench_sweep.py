@@ -12,6 +12,7 @@ taken in one process (the machines are shared and noisy).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 
@@ -33,6 +34,9 @@ def timed_steps(step, state, steps: int) -> tuple[float, float]:
 
 
 def main(argv: list[str]) -> int:
+    from azjax.hosts import gpu_while_loop_graphs
+
+    gpu_while_loop_graphs()  # as `azjax` does, before pgx (azjax.config) starts JAX's backend
     from azjax.checkpoint import script_command, write_json
     from azjax.cli.args import config_flags, overrides
     from azjax.config import preset
@@ -87,6 +91,7 @@ def main(argv: list[str]) -> int:
     result = {
         "command": script_command(__file__, argv),
         "device": f"{device.platform}: {device.device_kind} x{jax.device_count()}",
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "game": args.game, "preset": args.preset, "seeds": args.seeds, "steps": args.steps,
         "sequential_runs": len(alone),
         "sweep_mesh_runs_x_games": list(sweep.run_devices()),

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from azjax.hosts import GPU_COMMAND_BUFFER_FLAG, GPU_COMMAND_BUFFER_TYPES
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 INDEX = RESULTS / "README.md"
@@ -296,25 +298,36 @@ def _ratio(x: float | None) -> str:
     return "not run" if x is None else f"{x:.2f}"
 
 
+def _while_loop_graphs(bench: dict[str, Any]) -> bool | None:
+    """Whether a bench ran with azjax's CUDA graphs for while loops (azjax.hosts), False without; None: other flags."""
+    flags = bench.get("machine", {}).get("xla_flags", "").split()
+    if not flags:
+        return False
+    return True if flags == [f"{GPU_COMMAND_BUFFER_FLAG}={GPU_COMMAND_BUFFER_TYPES}"] else None
+
+
 def gpu_table() -> str:
     """README.md's table of self-play speed on lent GPUs: every `results/gpu/<device>/bench_full_*.json` row, and
-    the headlines a loan printed for games whose bench file was cut short (its `loan_*.json`)."""
-    rows = ["| device | game, `full` preset | self-play simulations/s | of the network-only ceiling "
-            "| of a plain mctx loop |", "| --- | --- | --- | --- | --- |"]
+    the headlines a loan printed for games whose bench file was cut short (its `loan_*.json`), with and without
+    CUDA graphs for the while loops; runs with other XLA flags are left out."""
+    rows = ["| device | game, `full` preset | while loops in CUDA graphs | self-play simulations/s "
+            "| of the network-only ceiling | of a plain mctx loop |", "| --- | --- | --- | --- | --- | --- |"]
     for device in sorted(p for p in (RESULTS / "gpu").glob("*") if p.is_dir()):
-        found: dict[str, tuple[dict[str, Any], str]] = {}
+        found: dict[tuple[str, bool], tuple[dict[str, Any], str]] = {}
         for path in sorted(device.glob("bench_full*.json")):
             bench = json.loads(path.read_text())
-            if bench.get("machine", {}).get("xla_flags"):  # an experiment with other XLA flags, not the default
+            graphs = _while_loop_graphs(bench)
+            if graphs is None:  # an experiment with other XLA flags
                 continue
             for r in bench["results"]:
-                found[r["game"]] = (r, str(path.relative_to(ROOT)))
+                found[r["game"], graphs] = (r, str(path.relative_to(ROOT)))
         for path in sorted(device.glob("loan_*.json")):
             for call in json.loads(path.read_text())["calls"]:
                 for r in call.get("bench_headlines", []):
-                    found.setdefault(r["game"], (r, str(path.relative_to(ROOT))))
-        for game, (r, path) in sorted(found.items()):
-            rows.append(f"| {device.name.replace('_', ' ')} | {game} | [{r['sims_per_s']:,.0f}]({path}) "
+                    found.setdefault((r["game"], False), (r, str(path.relative_to(ROOT))))
+        for (game, graphs), (r, path) in sorted(found.items()):
+            rows.append(f"| {device.name.replace('_', ' ')} | {game} | {'yes' if graphs else 'no'} "
+                        f"| [{r['sims_per_s']:,.0f}]({path}) "
                         f"| {r['ratio_vs_net_only']:.2f} | {_ratio(r['ratio_vs_plain_loop'])} |")
     return "\n".join(rows)
 

@@ -16,7 +16,7 @@ import jax
 import numpy as np
 import pytest
 
-from azjax.hosts import host_cores, split_host_cpu
+from azjax.hosts import GPU_COMMAND_BUFFER_TYPES, gpu_while_loop_graphs, host_cores, split_host_cpu
 from azjax.train import METRIC_COLUMNS, load_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -144,6 +144,35 @@ def test_cpu_devices_unset_or_already_in_xla_flags_changes_nothing():
     given = {"AZJAX_CPU_DEVICES": "2", "XLA_FLAGS": "--xla_force_host_platform_device_count=4"}
     split_host_cpu(given)
     assert given["XLA_FLAGS"] == "--xla_force_host_platform_device_count=4"
+
+
+def test_a_cuda_gpu_gets_while_loops_in_cuda_graphs_after_the_users_flags():
+    environ = {"XLA_FLAGS": "--xla_gpu_autotune_level=0"}
+    assert gpu_while_loop_graphs(environ, cuda=True)
+    graphs = f"--xla_gpu_enable_command_buffer={GPU_COMMAND_BUFFER_TYPES}"
+    assert environ["XLA_FLAGS"] == f"--xla_gpu_autotune_level=0 {graphs}"
+    assert "WHILE" in GPU_COMMAND_BUFFER_TYPES.split(",") and "CONDITIONAL" in GPU_COMMAND_BUFFER_TYPES.split(",")
+
+
+@pytest.mark.parametrize("environ, cuda", [
+    ({}, False),  # no CUDA plugin: a CPU or TPU install
+    ({"AZJAX_GPU_GRAPHS": "0"}, True),  # turned off
+    ({"JAX_PLATFORMS": "cpu"}, True),  # the GPU ruled out
+    ({"XLA_FLAGS": "--xla_gpu_enable_command_buffer="}, True),  # the user's own command buffers
+])
+def test_while_loop_graphs_leave_xla_flags_alone_without_a_cuda_gpu_or_when_told(environ, cuda):
+    before = dict(environ)
+    assert not gpu_while_loop_graphs(environ, cuda=cuda)
+    assert environ == before
+
+
+def test_this_cpu_machine_finds_no_cuda_plugin_and_xla_on_the_cpu_accepts_the_flag():
+    assert not gpu_while_loop_graphs({}) or jax.default_backend() == "gpu"
+    flags = f"--xla_gpu_enable_command_buffer={GPU_COMMAND_BUFFER_TYPES}"
+    env = {**os.environ, "XLA_FLAGS": flags, "JAX_PLATFORMS": "cpu"}
+    run = subprocess.run([sys.executable, "-c", "import jax.numpy as j; print(int(j.ones(3).sum()))"], env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "3", run.stderr
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "two", "1.5"])

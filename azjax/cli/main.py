@@ -37,11 +37,12 @@ from azjax.cli.args import (
     unit_float,
 )
 from azjax.compile_cache import enable_compilation_cache
-from azjax.hosts import init_distributed, split_host_cpu
+from azjax.hosts import gpu_while_loop_graphs, init_distributed, split_host_cpu
 
 
 def start_devices() -> None:
-    """Splits the CPU into `AZJAX_CPU_DEVICES` JAX devices and starts the many-host runtime (`AZJAX_DISTRIBUTED=1`).
+    """Splits the CPU into `AZJAX_CPU_DEVICES` JAX devices, puts a CUDA GPU's while loops in CUDA graphs
+    (`AZJAX_GPU_GRAPHS=0` to keep them out) and starts the many-host runtime (`AZJAX_DISTRIBUTED=1`).
 
     Both must happen before anything starts JAX's backend (importing pgx does: `azjax.config` imports the games), so
     `main` calls this first and this module imports the config and the commands' machinery only inside functions:
@@ -50,6 +51,7 @@ def start_devices() -> None:
         split_host_cpu()  # AZJAX_CPU_DEVICES=N|auto
     except ValueError as e:
         sys.exit(f"azjax: error: {e}")
+    gpu_while_loop_graphs()
     init_distributed()  # AZJAX_DISTRIBUTED=1
 
 
