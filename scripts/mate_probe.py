@@ -16,11 +16,13 @@ the final choice to a move of much higher prior when `--c_scale` is small (docs/
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
-import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from material_probe import analyze_positions  # noqa: E402  (scripts/material_probe.py)
 
 
 def mate_in_one_positions(game_files: list[Path]) -> list[tuple[str, list[str]]]:
@@ -88,20 +90,10 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.checkpoint and args.out):
         p.error("give --checkpoint and --out (or --games and --write_positions)")
 
-    from azjax.cli import main as azjax
-
     positions = read_positions(Path(args.positions))
-    flags = [f"--{k}={v}" for k, v in (("considered", args.considered), ("c_scale", args.c_scale)) if v is not None]
-    with tempfile.TemporaryDirectory() as tmp:
-        lines, found = Path(tmp) / "positions.txt", Path(tmp) / "search.jsonl"
-        lines.write_text("".join(f"{fen}\n" for fen, _ in positions))
-        status = azjax(["analyze", "--checkpoint", args.checkpoint, "--visits", str(args.visits), *flags,
-                        "--positions", str(lines), "--out", str(found)])
-        if status:
-            return status
-        rows = [json.loads(line) for line in found.read_text().splitlines()]
-    if any("error" in r for r in rows):
-        raise SystemExit(f"a position could not be set up: {next(r for r in rows if 'error' in r)}")
+    given = (("considered", args.considered), ("c_scale", args.c_scale))
+    flags = tuple(f"--{k}={v}" for k, v in given if v is not None)
+    rows = analyze_positions(args.checkpoint, [fen for fen, _ in positions], args.visits, flags)
     played = [r["move"] in mates for r, (_, mates) in zip(rows, positions, strict=True)]
     visited = [any(r["visits"].get(m, 0) > 0 for m in mates) for r, (_, mates) in zip(rows, positions, strict=True)]
     # The prior of a mating move the search never visited is not in analyze's output: read as 0.

@@ -66,6 +66,26 @@ def read_pairs(path: Path) -> list[tuple[str, str]]:
     return list(zip(lines[::2], lines[1::2], strict=True))
 
 
+def analyze_positions(checkpoint: str, fens: list[str], visits: int, flags: tuple[str, ...] = ()) -> list[dict]:
+    """`azjax analyze` of each FEN (its search's move, value, visits and priors), one row a position, in order.
+
+    `flags` are further analyze flags (`--considered=64`). Exits naming the first position that cannot be set up.
+    """
+    from azjax.cli import main as azjax
+
+    with tempfile.TemporaryDirectory() as tmp:
+        lines, found = Path(tmp) / "positions.txt", Path(tmp) / "search.jsonl"
+        lines.write_text("".join(f"{fen}\n" for fen in fens))
+        status = azjax(["analyze", "--checkpoint", checkpoint, "--visits", str(visits), *flags,
+                        "--positions", str(lines), "--out", str(found)])
+        if status:
+            raise SystemExit(status)
+        rows = [json.loads(line) for line in found.read_text().splitlines()]
+    if any("error" in r for r in rows):
+        raise SystemExit(f"a position could not be set up: {next(r for r in rows if 'error' in r)}")
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     from azjax.checkpoint import script_command, write_json
 
@@ -95,17 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.checkpoint and args.out):
         p.error("give --checkpoint and --out (or --games and --write_positions)")
 
-    from azjax.cli import main as azjax
-
     pairs = read_pairs(Path(args.positions))
-    with tempfile.TemporaryDirectory() as tmp:
-        lines, values = Path(tmp) / "positions.txt", Path(tmp) / "values.jsonl"
-        lines.write_text("".join(f"{u}\n{d}\n" for u, d in pairs))
-        azjax(["analyze", "--checkpoint", args.checkpoint, "--visits", str(args.visits), "--positions", str(lines),
-               "--out", str(values)])
-        rows = [json.loads(line) for line in values.read_text().splitlines()]
-    if any("error" in r for r in rows):
-        raise SystemExit(f"a position could not be set up: {next(r for r in rows if 'error' in r)}")
+    rows = analyze_positions(args.checkpoint, [fen for pair in pairs for fen in pair], args.visits)
     spreads = [up["value"] - down["value"] for up, down in zip(rows[::2], rows[1::2], strict=True)]
     net = [up["net_value"] - down["net_value"] for up, down in zip(rows[::2], rows[1::2], strict=True)]
     result = {

@@ -464,6 +464,23 @@ def test_the_mate_probe_finds_each_position_with_a_mate_in_one_and_its_mating_mo
     assert probe.read_positions(out) == positions
 
 
+@pytest.mark.slow
+def test_the_mate_probe_searches_each_position_through_analyze_and_names_one_it_cannot_set_up(tmp_path, models):
+    probe = load_script("mate_probe")
+    fools_mate = "rnbqkbnr/pppp1ppp/8/4p3/6P1/5P2/PPPPP2P/RNBQKBNR b KQkq - 0 2"
+    (tmp_path / "mates.txt").write_text(f"# a comment\n{fools_mate} ; d8h4\n{chess.STARTING_FEN} ; e2e4\n")
+    out = tmp_path / "probe.json"
+    assert probe.main(["--checkpoint", str(models["chess"]), "--visits", "4", "--considered", "64",
+                       "--positions", str(tmp_path / "mates.txt"), "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["positions"] == 2 and result["considered"] == 64
+    assert 0 <= result["mates_played"] <= result["mates_visited"] <= 1
+    (tmp_path / "bad.txt").write_text("not a position ; e2e4\n")
+    with pytest.raises(SystemExit, match="could not be set up"):
+        probe.main(["--checkpoint", str(models["chess"]), "--visits", "4", "--positions", str(tmp_path / "bad.txt"),
+                    "--out", str(tmp_path / "bad.json")])
+
+
 def test_the_sweep_bench_refuses_more_runs_alone_than_seeds_in_one_line(capsys):
     with pytest.raises(SystemExit):
         load_script("bench_sweep").main(["--seeds", "2", "--sequential_runs", "3"])
