@@ -21,7 +21,8 @@ curves.
 
 `--preset hour --num_steps 1400` grades the `hour` preset's runs instead (search-contempt in training:
 `--variants alphazero contempt_5 contempt_28`); `--resume` keeps the runs already in `--out` and runs the missing
-ones, so a sweep longer than a session goes on from its committed file.
+ones, so a sweep longer than a session goes on from its committed file. `--model_dir` keeps each run's final
+network for a round robin (`azjax arena`).
 """
 
 from __future__ import annotations
@@ -75,6 +76,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="config overrides for every variant (e.g. num_envs=128)")
     p.add_argument("--out", default="results/variants_connect_four.json")
     p.add_argument("--plot", default="results/variants_connect_four.png")
+    p.add_argument("--model_dir", help="save each run's final network as a model directory here "
+                                       "(VARIANT_seedN: config and parameters), for round robins with `azjax arena`")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in --out (same preset, steps and grading) and run only the missing ones")
     p.add_argument("--summarise", action="store_true",
@@ -135,6 +138,12 @@ def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]
     out = dict(variant=name, seed=seed, curve=curve, games=games,
                trainable_in_final_replay=int(trainer.trainable(state.replay).sum()),
                minutes=round((time.time() - t0) / 60, 2))
+    if args.model_dir:
+        from azjax.checkpoint import save_config, save_params
+
+        out["model"] = str(Path(args.model_dir) / f"{name}_seed{seed}")
+        save_config(out["model"], config)
+        save_params(out["model"], state.params)
     if args.mcts_games:
         agent = network_agent(config, game, state.params, args.sims)
         res = match(game, agent, rollout_mcts_agent(game, args.mcts_sims), args.mcts_games, jax.random.key(seed))

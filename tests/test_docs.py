@@ -242,6 +242,38 @@ def test_sais_verdict_counts_the_seeds_within_one_point_of_nine(tmp_path, monkey
     assert fidelity.sai_plus_nine()["verdict"].startswith("reproduces: 3 of 3 seeds within +-1")
 
 
+def test_contempt_in_trainings_verdict_waits_for_two_paired_seeds(tmp_path, monkeypatch) -> None:
+    spec = importlib.util.spec_from_file_location("fidelity", ROOT / "scripts" / "fidelity.py")
+    fidelity = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fidelity)
+    (tmp_path / "results").mkdir()
+    monkeypatch.setattr(fidelity, "ROOT", tmp_path)
+    assert fidelity.contempt_in_training()["verdict"] == "not measured"  # no sweep file yet
+    variants = importlib.util.spec_from_file_location("variants", ROOT / "scripts" / "variants_connect_four.py")
+    summarise = importlib.util.module_from_spec(variants)
+    variants.loader.exec_module(summarise)
+
+    def run(variant: str, seed: int, errors: float) -> dict:
+        return dict(variant=variant, seed=seed, curve=[dict(self_play_positions=x, error_rate=errors - x / 1e4)
+                                                       for x in (1000, 2000)])
+
+    def write(runs: list[dict]) -> None:
+        table = summarise.summarise(runs, sorted({r["variant"] for r in runs}, key=["alphazero", "contempt_5",
+                                                                                     "contempt_28"].index))
+        sweep = dict(args=dict(num_steps=1400, sets=["begin_hard"]), runs=runs, table=table)
+        (tmp_path / fidelity.CONTEMPT_TRAINING).write_text(json.dumps(sweep))
+
+    write([run("alphazero", 0, 0.3), run("contempt_5", 0, 0.2)])
+    claim = fidelity.contempt_in_training()
+    assert claim["verdict"].startswith("contempt_5: 1 seed paired with AlphaZero (the issue asks for 2), "
+                                       "difference -0.1")
+    assert "contempt_28: not run beside AlphaZero yet" in claim["verdict"]
+    write([run("alphazero", 0, 0.3), run("contempt_5", 0, 0.2), run("alphazero", 1, 0.31), run("contempt_5", 1, 0.2)])
+    assert fidelity.contempt_in_training()["verdict"].startswith("contempt_5: reproduces")
+    write([run("alphazero", 0, 0.2), run("contempt_5", 0, 0.3), run("alphazero", 1, 0.21), run("contempt_5", 1, 0.3)])
+    assert fidelity.contempt_in_training()["verdict"].startswith("contempt_5: does not reproduce")
+
+
 def test_docs_methods_has_every_section_the_code_cites() -> None:
     cited = set()
     for folder in ("azjax", "scripts", "tests"):

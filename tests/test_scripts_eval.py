@@ -17,6 +17,9 @@ from conftest import load_script
 from outside_programs import open_spiel
 
 from azjax.build import game_named as base_game
+from azjax.build import init_params, make_network
+from azjax.checkpoint import load_config, load_params
+from azjax.games import make_game
 from azjax.play.agents import Agent, policy_agent, random_agent
 from azjax.play.benchmarks import PONS_SETS, agent_moves, grade_agent, grade_moves, load_pons, value_by_result
 from azjax.play.selfplay_stats import replay_moves
@@ -331,6 +334,25 @@ def test_a_resumed_variants_sweep_keeps_the_runs_it_has_and_refuses_one_graded_d
     assert set(summary["table"]) == {"alphazero", "contempt_5"}
     with pytest.raises(SystemExit, match="--num_steps 2, not 3"):
         variants.main([*argv[:6], "3", *argv[7:]])
+
+
+@pytest.mark.slow
+def test_a_variants_run_keeps_its_final_network_as_a_model_an_arena_can_load(tmp_path, tiny_overrides):
+    variants = load_script("variants_connect_four")
+    tiny = [f"{k}={v}" for k, v in tiny_overrides.items() if k not in ("num_steps", "eval_every")]
+    out, models = tmp_path / "v.json", tmp_path / "models"
+    assert variants.main(["--variants", "contempt_5", "--seeds", "1", "--num_steps", "2", "--evals", "1",
+                          "--sims", "2", "--sets", "begin_easy", "--limit", "2", "--mcts_games", "0",
+                          "--probe_games", "0", "--override", *tiny, "--model_dir", str(models),
+                          "--out", str(out), "--plot", ""]) == 0
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["model"] == str(models / "contempt_5_seed0")
+    config = load_config(run["model"])
+    assert config.n_scl == 5 and config.num_channels == tiny_overrides["num_channels"]
+    game = make_game("connect_four")
+    untrained = init_params(make_network(config, game), game, jax.random.key(0))
+    trained = load_params(run["model"], untrained)  # refuses parameters of another shape
+    assert jax.tree_util.tree_structure(trained) == jax.tree_util.tree_structure(untrained)
 
 
 def test_chess_endings_counts_how_each_pairings_games_ended_from_the_first_agents_side(tmp_path):
