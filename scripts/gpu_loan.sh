@@ -6,8 +6,9 @@
 # Items (SECONDS is the item's limit, compile included):
 #   bench_GAME:S   `azjax bench --preset full` of GAME with --breakdown --n_scl 28 (written after every row; chess
 #                  with --skip_plain)
-#   xla_GAME:S     the bench's headline alone with XLA_FLAGS=$LOAN_XLA_FLAGS (default: CUDA graphs for while loops
-#                  too, whose per-iteration launches and host syncs are what the search's tree phase is suspected of)
+#   xla_GAME:S     the bench's headline alone with XLA_FLAGS=$LOAN_XLA_FLAGS (default: CUDA graphs for while loops,
+#                  which azjax sets itself since the third loan: give other flags to try them; the bench_ and train_
+#                  items run with azjax's default, AZJAX_GPU_GRAPHS=0 before the command runs them without)
 #   train_GAME:S   GAME's `full` preset trained for S minus 90 seconds, then exported (params come back apart)
 #   plan_GAME:S    `azjax plan --preset full --compile` (XLA's memory analysis and the compile time)
 #   sweep:S        scripts/bench_sweep.py --seeds 8 --steps 10 --sequential_runs 1 --other_steps 0 (8 seeds against one run)
