@@ -40,7 +40,8 @@ if [ "$TINY" = 1 ]; then
   TOY=(--num_blocks 1 --num_channels 8 --num_envs 8 --num_simulations 4 --moves_per_step 2 --replay_size 256
        --min_replay_size 8 --batch_size 8 --eval_every 0)
   PLAN_FLAGS=(--preset quick "${TOY[@]}")
-  BENCH_FLAGS=(--quick --game connect_four --n_scl 0)  # the bench's own rows are tested in tests/cli/test_cli.py
+  # The bench's own rows, the plain mctx loop's among them, are tested in tests/cli/test_cli.py: one program less here.
+  BENCH_FLAGS=(--quick --game connect_four --n_scl 0 --skip_plain)
   BENCH_CHESS_FLAGS=()
   SWEEP_FLAGS=(--seeds 2 --steps 2 --sequential_runs 1 --other_steps 0 "${TOY[@]}")
   TRAIN_FLAGS=(--game go_9x9 --preset quick "${TOY[@]}" --num_steps 2 --checkpoint_every 2)
