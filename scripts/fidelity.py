@@ -203,7 +203,8 @@ def sai_plus_nine() -> dict[str, Any]:
                 f"{sum(abs(o['mean'] - perfect) <= 1 for o in others.values())} within +-1")
     return dict(paper="SAI", claim="On 7x7 the empty-board estimate of Black's lead converges to the perfect-play +9 "
                 "(within +-1).",
-                setting=f"7x7 `sai` preset, {d['steps']} steps, {d['games']} games a seed; the last quarter of "
+                setting=f"7x7 `sai` preset, {d['steps']} steps, {min(s['games'] for s in seeds.values())}-"
+                        f"{max(s['games'] for s in seeds.values())} games a seed; the last quarter of "
                         "training",
                 figure=figure, figure_is="the estimate's last-quarter mean [min, max] (points)", seeds=n,
                 verdict=verdict, sources=[*seed_paths, *others])
