@@ -185,7 +185,7 @@ def sai_plus_nine() -> dict[str, Any]:
     seed_paths = [path, *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "results").glob("sai_7x7_seed*.json"))]
     seeds = {p: load(p) for p in seed_paths}
     other_runs = ("results/sai_7x7_window64k.json", "results/sai_7x7_sims32.json", "results/sai_7x7_sims32_swa995.json",
-                  "results/sai_7x7_gumbel025.json")
+                  "results/sai_7x7_gumbel025.json", "results/sai_7x7_continued_seed1.json")
     others = {p: load(p)["last_quarter"] for p in other_runs}
     perfect = d["perfect_play_black_lead"]
     figure = {f"sai preset, seed {s['config']['seed']}": [r3(s["last_quarter"]["mean"]), r3(s["last_quarter"]["min"]),

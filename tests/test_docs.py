@@ -229,7 +229,7 @@ def test_sais_verdict_counts_the_seeds_within_one_point_of_nine(tmp_path, monkey
                "steps": 1500, "games": 30000, "config": {"seed": seed}}
         (tmp_path / "results" / name).write_text(json.dumps(run))
 
-    for other in ("window64k", "sims32", "sims32_swa995", "gumbel025"):
+    for other in ("window64k", "sims32", "sims32_swa995", "gumbel025", "continued_seed1"):
         write(f"sai_7x7_{other}.json", 3.0)
     write("sai_7x7.json", 9.2)
     assert fidelity.sai_plus_nine()["verdict"].startswith("1 seed (the issue asks for 3): 1 within +-1")
