@@ -30,7 +30,8 @@ CPU_DEVICES_FLAG = "--xla_force_host_platform_device_count"
 GPU_COMMAND_BUFFER_FLAG = "--xla_gpu_enable_command_buffer"
 # XLA's default command buffer types, plus CONDITIONAL and WHILE: the search's control flow
 GPU_COMMAND_BUFFER_TYPES = "FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,CONDITIONAL,WHILE"
-CUDA_PLUGINS = ("jax_cuda12_plugin", "jax_cuda13_plugin")  # what `pip install jax[cuda12]` (or 13) brings
+# What `pip install jax[cuda12]` (or 13) brings: the plugin (jax-cudaNN-plugin) and its PJRT (jax-cudaNN-pjrt)
+CUDA_PLUGINS = ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_plugins.xla_cuda12", "jax_plugins.xla_cuda13")
 
 
 def host_cores() -> int:
@@ -81,7 +82,13 @@ def gpu_while_loop_graphs(environ: dict[str, str] | None = None, cuda: bool | No
     if cuda is None:
         from importlib.util import find_spec
 
-        cuda = any(find_spec(name) is not None for name in CUDA_PLUGINS)
+        def found(name: str) -> bool:
+            try:
+                return find_spec(name) is not None
+            except ModuleNotFoundError:  # jax_plugins.x without any jax_plugins
+                return False
+
+        cuda = any(found(name) for name in CUDA_PLUGINS)
     flags = environ.get("XLA_FLAGS", "")
     if not cuda or GPU_COMMAND_BUFFER_FLAG in flags:
         return False
