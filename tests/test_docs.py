@@ -17,8 +17,10 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
+from conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -217,12 +219,16 @@ def test_the_odds_verdict_needs_plain_to_fall_and_contempt_to_gain_past_it(monke
         assert fidelity.contempt_at_odds("p")()["verdict"].startswith(verdict), scores
 
 
+def fidelity_reading(root: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """scripts/fidelity.py reading its results files from `root`/results (made empty) instead of the repository's."""
+    fidelity = load_script("fidelity")
+    (root / "results").mkdir()
+    monkeypatch.setattr(fidelity, "ROOT", root)
+    return fidelity
+
+
 def test_sais_verdict_counts_the_seeds_within_one_point_of_nine(tmp_path, monkeypatch) -> None:
-    spec = importlib.util.spec_from_file_location("fidelity", ROOT / "scripts" / "fidelity.py")
-    fidelity = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fidelity)
-    (tmp_path / "results").mkdir()
-    monkeypatch.setattr(fidelity, "ROOT", tmp_path)
+    fidelity = fidelity_reading(tmp_path, monkeypatch)
 
     def write(name: str, mean: float, seed: int = 0) -> None:
         run = {"last_quarter": {"mean": mean, "min": mean - 1, "max": mean + 1}, "perfect_play_black_lead": 9.0,
@@ -243,15 +249,9 @@ def test_sais_verdict_counts_the_seeds_within_one_point_of_nine(tmp_path, monkey
 
 
 def test_contempt_in_trainings_verdict_waits_for_two_paired_seeds(tmp_path, monkeypatch) -> None:
-    spec = importlib.util.spec_from_file_location("fidelity", ROOT / "scripts" / "fidelity.py")
-    fidelity = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fidelity)
-    (tmp_path / "results").mkdir()
-    monkeypatch.setattr(fidelity, "ROOT", tmp_path)
+    fidelity = fidelity_reading(tmp_path, monkeypatch)
     assert fidelity.contempt_in_training()["verdict"] == "not measured"  # no sweep file yet
-    variants = importlib.util.spec_from_file_location("variants", ROOT / "scripts" / "variants_connect_four.py")
-    summarise = importlib.util.module_from_spec(variants)
-    variants.loader.exec_module(summarise)
+    summarise = load_script("variants_connect_four")
 
     def run(variant: str, seed: int, errors: float) -> dict:
         return dict(variant=variant, seed=seed, curve=[dict(self_play_positions=x, error_rate=errors - x / 1e4)
