@@ -7,9 +7,10 @@
 #          to the plain mctx loop, search-contempt (n_scl 28) against plain, the phase breakdown -> bench_full.json
 #          (chess without the plain loop                                                      -> bench_full_chess.json)
 #   start  the first training step of 9x9 `full`, cold (empty compile cache) and warm (cache filled) -> runbook.json
+#          (with the cache entries each start found and the programs it added: new_cache_entries)
 #   sweep  8 seeds as one jitted program against the same 8 runs one after another              -> bench_sweep.json
 #   train  9x9 `full` trained for $TRAIN_MINUTES minutes (default 8), its program read from the start phase's
-#          compile cache, exported for CPU arenas                                       -> go_9x9_full/
+#          compile cache, exported for CPU arenas                      -> go_9x9_full/ (--tiny: connect_four_tiny/)
 #   (no phase, or `all`: every phase in turn). Each phase appends its command and seconds to runbook.json.
 #
 #   bash scripts/gpu_runbook.sh plan bench        # on a GPU, then: start, sweep, train
@@ -44,7 +45,9 @@ if [ "$TINY" = 1 ]; then
   BENCH_FLAGS=(--quick --game connect_four --n_scl 0 --skip_plain)
   BENCH_CHESS_FLAGS=()
   SWEEP_FLAGS=(--seeds 2 --steps 2 --sequential_runs 1 --other_steps 0 "${TOY[@]}")
-  TRAIN_FLAGS=(--game go_9x9 --preset quick "${TOY[@]}" --num_steps 2 --checkpoint_every 2)
+  # Connect Four's toy loop compiles in a fraction of Go's: the start and train phases build it three times.
+  TRAIN_FLAGS=(--game connect_four --preset quick "${TOY[@]}" --num_steps 2 --checkpoint_every 2)
+  TRAINED=connect_four_tiny
 else
   GAMES=(connect_four go_9x9 chess)
   PLAN_FLAGS=(--preset full)
@@ -54,23 +57,29 @@ else
   BENCH_CHESS_FLAGS=(--preset full --game chess --breakdown --n_scl 28 --skip_plain)
   SWEEP_FLAGS=(--seeds 8 --steps 20 --sequential_runs 1)
   TRAIN_FLAGS=(--game go_9x9 --preset full --minutes "$TRAIN_MINUTES")
+  TRAINED=go_9x9_full
 fi
 
 now() { date +%s.%N; }
 # The start and train phases' compile cache: the start phase empties it first, for a cold start.
 CACHE="$RUNS/compile_cache"
 cache_entries() { find "$CACHE" -type f 2>/dev/null | wc -l; }
+cache_names() { [ -d "$CACHE" ] && find "$CACHE" -type f -printf '%f\n' | sort || true; }
 
-# Appends {"phase", "command", "seconds"} (from the start time $3 to now), and the fields of the JSON object $4 if
-# given, to $OUT/runbook.json.
+# Appends {"phase", "command", "seconds"} (from the start time $3 to now), the fields of the JSON object $4 if
+# given, and with $5 (the compile cache's file names before the phase, one a line) the programs the phase added to
+# the cache (new_cache_entries: names without their hashes, e.g. jit__step_local), to $OUT/runbook.json.
 record() {
-  python - "$OUT/runbook.json" "$1" "$2" "$3" "$(now)" "$KIND" "${4:-{\}}" <<'PY'
-import json, sys
+  python - "$OUT/runbook.json" "$1" "$2" "$3" "$(now)" "$KIND" "${4:-{\}}" "${5-}" "$(cache_names)" <<'PY'
+import json, re, sys
 from pathlib import Path
-path, phase, command, start, end, kind, extra = sys.argv[1:]
+path, phase, command, start, end, kind, extra, before, after = sys.argv[1:]
 book = json.loads(Path(path).read_text()) if Path(path).exists() else {"device_kind": kind, "phases": []}
-book["phases"].append({"phase": phase, "command": command, "seconds": round(float(end) - float(start), 1),
-                       **json.loads(extra)})
+row = {"phase": phase, "command": command, "seconds": round(float(end) - float(start), 1), **json.loads(extra)}
+if "cache_entries_before" in row:
+    new = sorted(set(after.split()) - set(before.split()))
+    row["new_cache_entries"] = [re.sub(r"-[0-9a-f]{16,}-cache$", "", name) for name in new]
+book["phases"].append(row)
 Path(path).write_text(json.dumps(book, indent=1) + "\n")
 PY
 }
@@ -78,10 +87,10 @@ PY
 # Runs "$@" as phase $phase, timed and recorded (with the fields of the JSON object $EXTRA, if set).
 timed() {
   local phase=$1; shift
-  local start; start=$(now)
+  local start before; start=$(now); before=$(cache_names)
   echo "== $phase: $*" >&2
   "$@"
-  record "$phase" "$*" "$start" "${EXTRA:-}"
+  record "$phase" "$*" "$start" "${EXTRA:-}" "$before"
 }
 
 for phase in "${phases[@]}"; do
@@ -112,11 +121,11 @@ for phase in "${phases[@]}"; do
     timed sweep python scripts/bench_sweep.py "${SWEEP_FLAGS[@]}" --out "$OUT/bench_sweep.json" ;;
   train)
     # In the start phase's cache, where it ran: the training time is not spent compiling the same program again.
-    rm -rf "$RUNS/train" "$OUT/go_9x9_full"
+    rm -rf "$RUNS/train" "$OUT/$TRAINED"
     EXTRA="{\"cache_entries_before\": $(cache_entries)}" \
       timed train env AZJAX_CACHE_DIR="$CACHE" azjax train "${TRAIN_FLAGS[@]}" --run_dir "$RUNS/train" --no-progress
-    azjax export "$RUNS/train" "$OUT/go_9x9_full"
-    cp "$RUNS/train/metrics.csv" "$OUT/go_9x9_full/" ;;
+    azjax export "$RUNS/train" "$OUT/$TRAINED"
+    cp "$RUNS/train/metrics.csv" "$OUT/$TRAINED/" ;;
   esac
 done
 echo "run-book output: $OUT" >&2

@@ -204,6 +204,9 @@ def plot(summary: dict[str, Any], path: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from azjax.cli.main import start_devices
+
+    start_devices()  # AZJAX_CPU_DEVICES=2 splits the CPU as scripts/connect_four_hour.sh does, before JAX starts
     from azjax.checkpoint import script_command, write_json
     from azjax.compile_cache import enable_compilation_cache
     from azjax.play.benchmarks import load_pons
@@ -223,10 +226,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     enable_compilation_cache()
     sets = load_pons(args.data, args.sets, args.limit)
+    import jax
+
     summary: dict[str, Any] = dict(command=script_command(__file__, argv), args=vars(args),
+                                   devices=[str(d) for d in jax.local_devices()],
                                    variant_switches={v: VARIANTS[v] for v in args.variants}, runs=[])
     if args.resume and Path(args.out).exists():
-        summary["runs"] = resumable_runs(json.loads(Path(args.out).read_text()), args)
+        previous = json.loads(Path(args.out).read_text())
+        if previous.get("devices", summary["devices"]) != summary["devices"]:
+            raise SystemExit(f"--resume: {args.out} ran on {previous['devices']}, this on {summary['devices']}; "
+                             "set AZJAX_CPU_DEVICES as it was")
+        summary["runs"] = resumable_runs(previous, args)
         print(f"resuming: {len(summary['runs'])} runs already in {args.out}", flush=True)
     done = {(r["variant"], r["seed"]) for r in summary["runs"]}
     t0 = time.time()

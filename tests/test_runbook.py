@@ -27,12 +27,14 @@ def test_the_gpu_runbook_runs_every_phase_at_toy_sizes(tmp_path: Path) -> None:
     assert plan["xla_bytes"] > 0 and plan["compile_s"] > 0
     assert json.loads((out / "bench_full.json").read_text())
     assert json.loads((out / "bench_sweep.json").read_text())
-    assert (out / "go_9x9_full" / "params.msgpack").stat().st_size > 0
+    assert (out / "connect_four_tiny" / "params.msgpack").stat().st_size > 0
     cold, warm, train = (next(p for p in book["phases"] if p["phase"] == k) for k in ("start_cold", "start_warm",
                                                                                      "train"))
-    assert cold["cache_entries_before"] == 0 and warm["cache_entries_before"] > 0  # the cold start filled the cache
-    # The train phase compiles nothing new: its program is the start phase's (`--stop_after 1`, same config).
-    assert sum(f.is_file() for f in (runs / "compile_cache").rglob("*")) == train["cache_entries_before"] > 0
+    assert cold["cache_entries_before"] == 0 and "jit__step_local" in cold["new_cache_entries"]
+    assert warm["cache_entries_before"] > 0 and "jit__step_local" not in warm["new_cache_entries"]
+    # The train phase's loop is the start phase's program (`--stop_after 1`, same config): read, not compiled. (Small
+    # programs may still be added: JAX caches whatever took over a second to compile, and a loaded machine is slow.)
+    assert train["cache_entries_before"] > 0 and "jit__step_local" not in train["new_cache_entries"]
 
 
 def test_the_runbook_refuses_an_unknown_phase_in_one_line() -> None:

@@ -139,10 +139,14 @@ def test_bench_without_the_plain_loop_leaves_its_figures_empty(tmp_path):
 @pytest.mark.slow
 def test_bench_devices_times_the_training_step_on_one_device_and_on_the_cpu_split(tmp_path):
     out = tmp_path / "bench.json"
-    env = {k: v for k, v in os.environ.items() if k != "XLA_FLAGS"}
+    # The session's XLA flags (conftest's fast compiles) without any device count of their own: AZJAX_CPU_DEVICES
+    # leaves a count already in XLA_FLAGS alone.
+    flags = " ".join(f for f in os.environ.get("XLA_FLAGS", "").split()
+                     if not f.startswith("--xla_force_host_platform_device_count"))
     proc = subprocess.run([sys.executable, "-m", "azjax.cli", "bench", "--game", "connect_four", "--quick", "--n_scl",
                            "0", "--devices", "--skip_loop", "--out", str(out)],
-                          env={**env, "AZJAX_CPU_DEVICES": "2"}, capture_output=True, text=True, timeout=600)
+                          env={**os.environ, "XLA_FLAGS": flags, "AZJAX_CPU_DEVICES": "2"}, capture_output=True,
+                          text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(out.read_text())
     assert data["results"] == []  # --skip_loop: the device rows alone
