@@ -324,9 +324,12 @@ def _atomic_write(file: Path, data: bytes) -> None:
 
 def script_command(script_file: str | os.PathLike, argv: list[str] | None = None) -> str:
     """The command that reruns a script from the repository root, as results files record it:
-    `python scripts/NAME.py ARGS` (argv defaults to this process's arguments)."""
+    `python scripts/NAME.py ARGS` (argv defaults to this process's arguments), after `AZJAX_CPU_DEVICES=N` when
+    that is set: the CPU split changes a run's speed, so a timed result without it would not rerun as timed."""
     args = sys.argv[1:] if argv is None else list(argv)
-    return shlex.join(["python", f"scripts/{Path(script_file).name}", *args])
+    split = os.environ.get("AZJAX_CPU_DEVICES", "").strip()
+    env = [f"AZJAX_CPU_DEVICES={split}"] if split else []
+    return shlex.join([*env, "python", f"scripts/{Path(script_file).name}", *args])
 
 
 def write_json(file: str | os.PathLike, obj: Any) -> None:

@@ -104,7 +104,12 @@ def plot(curves: dict[str, list[list[float]]], file: Path, title: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from azjax.cli.main import start_devices
+
+    start_devices()  # AZJAX_CPU_DEVICES=2: one JAX device a core, before anything starts JAX's backend
     args = parse_args(argv)
+    import jax
+
     from azjax import checkpoint as ckpt
     from azjax.build import load_model as load_checkpoint
     from azjax.checkpoint import script_command
@@ -162,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         "run_dir": str(run_dir),
         "model_dir": str(model),
         "config": config.to_dict(),
+        "devices": [str(d) for d in jax.local_devices()],
         "command": script_command(__file__, argv),
         "training_command": args.training_command if args.report_only else script_command(__file__, argv),
     }

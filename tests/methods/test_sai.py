@@ -549,11 +549,13 @@ def test_sai_7x7_script_end_to_end(tmp_path) -> None:
     cmd = [sys.executable, str(ROOT / "scripts" / "sai_7x7.py"), "--steps", "8", "--minutes", "30",
            "--run_dir", str(tmp_path / "run"), "--out", str(out), "--plot", str(tmp_path / "sai_7x7.png"),
            "--model_dir", str(tmp_path / "model"), *CLI_TINY]
-    # The session's compilation cache (8 steps: the loop test's config, so its step is a cache hit).
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "AZJAX_CACHE_DIR": str(jax.config.jax_compilation_cache_dir)}
+    # On the CPU split in two, as the committed seeds ran: the script must split it before JAX starts.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "AZJAX_CACHE_DIR": str(jax.config.jax_compilation_cache_dir),
+           "AZJAX_CPU_DEVICES": "2"}
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(out.read_text())
+    assert len(data["devices"]) == 2 and data["command"].startswith("AZJAX_CPU_DEVICES=2 python scripts/sai_7x7.py")
     pairs = data["empty_board_black_lead"]
     assert len(pairs) == 8 and all(len(p) == 2 and p[0] > 0 for p in pairs)
     assert np.isfinite(data["final_empty_board_black_lead"])
