@@ -1,5 +1,6 @@
 """Times the test suite or its fast tier and records the run: the pytest command, its summary line, the wall time,
-the commit and the machine's core count (`--out`, default results/test_times_TIER.json).
+every test of a second or more (`slowest`) and those seconds summed by module (`by_module`: where to trim), the
+commit and the machine's core count (`--out`, default results/test_times_TIER.json).
 
     python scripts/time_tests.py --tier fast      # python -m pytest -q -m "not slow"
     python scripts/time_tests.py --tier full      # python -m pytest -q (what .ci/run runs after its installs)
@@ -41,12 +42,22 @@ def slowest(output: str) -> list[dict[str, object]]:
     return rows
 
 
+def by_module(rows: list[dict[str, object]]) -> dict[str, float]:
+    """The seconds of `rows` (as `slowest` gives them) summed by test file, largest first."""
+    totals: dict[str, float] = {}
+    for row in rows:
+        module = str(row["test"]).split("::")[0]
+        totals[module] = totals.get(module, 0.0) + float(row["seconds"])  # type: ignore[arg-type]
+    return {m: round(t, 1) for m, t in sorted(totals.items(), key=lambda kv: -kv[1])}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tier", choices=list(TIERS), default="fast")
     p.add_argument("--out", default=None, help="JSON (default results/test_times_TIER.json)")
     args = p.parse_args(argv)
-    command = [sys.executable, "-m", "pytest", "-q", *TIERS[args.tier]]
+    # Every phase of a second or more in the durations table, not the configured slowest 25: the whole picture.
+    command = [sys.executable, "-m", "pytest", "-q", "--durations=0", "--durations-min=1", *TIERS[args.tier]]
     start = time.perf_counter()
     proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
     seconds = time.perf_counter() - start
@@ -58,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     given = sys.argv[1:] if argv is None else list(argv)
     record = dict(command=shlex.join(["python", "scripts/time_tests.py", *given]),
                   tier=args.tier, pytest=shown, summary=summary_line(proc.stdout), wall_seconds=round(seconds, 1),
-                  slowest=slowest(proc.stdout), exit_status=proc.returncode, commit=commit, cpu_cores=os.cpu_count(),
+                  slowest=(rows := slowest(proc.stdout)), by_module=by_module(rows), exit_status=proc.returncode,
+                  commit=commit, cpu_cores=os.cpu_count(),
                   date=time.strftime("%Y-%m-%d %H:%M:%S"))
     if not out.is_absolute():
         out = ROOT / out

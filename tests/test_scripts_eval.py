@@ -420,6 +420,15 @@ def test_time_tests_reads_pytests_summary_line_and_refuses_output_without_one():
         time_tests.summary_line("ERROR: usage: pytest [options]")
 
 
+def test_time_tests_sums_the_slowest_tests_by_module_largest_first():
+    time_tests = load_script("time_tests")
+    output = ("12.50s call     tests/a.py::test_x\n3.00s setup    tests/b.py::test_y\n"
+              "2.25s call     tests/a.py::test_z[p]\n")
+    rows = time_tests.slowest(output)
+    assert [r["test"] for r in rows] == ["tests/a.py::test_x", "tests/b.py::test_y", "tests/a.py::test_z[p]"]
+    assert list(time_tests.by_module(rows).items()) == [("tests/a.py", 14.8), ("tests/b.py", 3.0)]
+
+
 def test_time_tests_keeps_pytests_slowest_tests():
     time_tests = load_script("time_tests")
     output = ("==== slowest 25 durations ====\n200.41s call     tests/test_runbook.py::test_tiny\n"
