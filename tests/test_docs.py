@@ -230,15 +230,22 @@ def fidelity_reading(root: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
 def test_sais_verdict_counts_the_seeds_within_one_point_of_nine(tmp_path, monkeypatch) -> None:
     fidelity = fidelity_reading(tmp_path, monkeypatch)
 
-    def write(name: str, mean: float, seed: int = 0) -> None:
+    preset = json.loads(fidelity.sai_preset_config().to_json())
+
+    def write(name: str, mean: float, seed: int = 0, **changed: object) -> None:
         run = {"last_quarter": {"mean": mean, "min": mean - 1, "max": mean + 1}, "perfect_play_black_lead": 9.0,
-               "steps": 1500, "games": 30000, "config": {"seed": seed}}
+               "steps": 1500, "games": 30000, "finished": True, "config": {**preset, "seed": seed, **changed}}
         (tmp_path / "results" / name).write_text(json.dumps(run))
 
-    for other in ("window64k", "sims32", "sims32_swa995", "gumbel025", "continued_seed1"):
-        write(f"sai_7x7_{other}.json", 3.0)
+    # Another setting, an older preset's length, a run still going: beside the seeds, not among them.
+    write("sai_7x7_sims32.json", 9.0, num_simulations=32)
+    write("sai_7x7_short.json", 9.0, num_steps=preset["num_steps"] // 2)
+    write("sai_7x7_seed3.json", 9.0, seed=3)
+    (tmp_path / "results" / "sai_7x7_seed3.json").write_text(
+        (tmp_path / "results" / "sai_7x7_seed3.json").read_text().replace('"finished": true', '"finished": false'))
     write("sai_7x7.json", 9.2)
-    assert fidelity.sai_plus_nine()["verdict"].startswith("1 seed (the issue asks for 3): 1 within +-1")
+    claim = fidelity.sai_plus_nine()
+    assert claim["verdict"] == "1 seed (the issue asks for 3): 1 within +-1; of 3 runs at other settings, 3 within +-1"
     write("sai_7x7_seed1.json", 8.5, seed=1)
     write("sai_7x7_seed2.json", 6.0, seed=2)
     claim = fidelity.sai_plus_nine()
