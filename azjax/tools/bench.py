@@ -467,11 +467,11 @@ def main(argv: list[str] | None = None) -> int:
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(result, indent=2) + "\n")
 
+    # --quick: a smoke test at toy sizes, everywhere (the search-scaling rows too)
+    tiny: dict[str, Any] = dict(num_envs=8, num_simulations=4, moves_per_step=2, replay_size=64, min_replay_size=8,
+                                batch_size=8, num_blocks=1, num_channels=8) if args.quick else {}
     for g in games:
-        overrides: dict[str, Any] = {}
-        if args.quick:
-            overrides.update(num_envs=8, num_simulations=4, moves_per_step=2, replay_size=64, min_replay_size=8,
-                             batch_size=8, num_blocks=1, num_channels=8)
+        overrides: dict[str, Any] = dict(tiny)
         overrides.update(config_overrides(args))
         if args.num_envs:
             overrides["num_envs"] = args.num_envs
@@ -504,7 +504,7 @@ def main(argv: list[str] | None = None) -> int:
             write()
     if args.scaling:
         visits = [int(v) for v in args.scaling.split(",")]
-        scaling_config, scaling_params = preset(games[0], args.preset), None
+        scaling_config, scaling_params = preset(games[0], args.preset, **tiny), None
         if args.scaling_model:
             scaling_config, scaling_params = load_model(args.scaling_model)
             if scaling_config.game != games[0]:
