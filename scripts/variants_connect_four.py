@@ -118,7 +118,9 @@ def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]
         moves_before = int(state.moves)
         state, m = trainer.step(state)
         games += int(m["games"])
-        count_written(seen, state.replay.obs, moves_before, int(state.moves), config.num_envs, config.replay_size, 1)
+        sizes = trainer.sizes  # each device's games and replay shard: the layout the loop wrote in
+        count_written(seen, state.replay.obs, moves_before, int(state.moves), sizes.num_envs, sizes.replay_size,
+                      sizes.num_devices)
         if step in eval_steps:
             agent = network_agent(config, game, state.params, args.sims)
             key = jax.random.key(1000 + step)  # common random numbers across variants and seeds
