@@ -143,8 +143,8 @@ def contempt_in_training() -> dict[str, Any]:
     file as far as it has run (a sweep of 6 runs of about an hour each spans sessions: `--resume`)."""
     claim = ("Self-play at N_scl = 5 trains a stronger player than plain PUCT at equal compute (+70 Elo in the "
              "reference code's README).")
-    command = ("scripts/variants_connect_four.py --preset hour --num_steps 1400 --variants alphazero contempt_5 "
-               "contempt_28 --seeds 2")
+    command = ("AZJAX_CPU_DEVICES=2 python scripts/variants_connect_four.py --preset hour --num_steps 1400 "
+               "--variants alphazero contempt_5 contempt_28 --seeds 2")
     if not (ROOT / CONTEMPT_TRAINING).exists():
         return dict(paper="search-contempt", claim=claim,
                     setting=f"planned: Connect Four `hour`, n_scl off / 5 / 28, 2 seeds each ({command})",
