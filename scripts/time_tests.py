@@ -42,13 +42,14 @@ def slowest(output: str) -> list[dict[str, object]]:
     return rows
 
 
-def by_module(rows: list[dict[str, object]]) -> dict[str, float]:
-    """The seconds of `rows` (as `slowest` gives them) summed by test file, largest first."""
+def by_module(rows: list[dict[str, object]]) -> list[dict[str, object]]:
+    """The seconds of `rows` (as `slowest` gives them) summed by test file, as rows {module, seconds}, largest first
+    (a list: the file's keys are written sorted)."""
     totals: dict[str, float] = {}
     for row in rows:
         module = str(row["test"]).split("::")[0]
         totals[module] = totals.get(module, 0.0) + float(row["seconds"])  # type: ignore[arg-type]
-    return {m: round(t, 1) for m, t in sorted(totals.items(), key=lambda kv: -kv[1])}
+    return [{"module": m, "seconds": round(t, 1)} for m, t in sorted(totals.items(), key=lambda kv: -kv[1])]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -426,7 +426,8 @@ def test_time_tests_sums_the_slowest_tests_by_module_largest_first():
               "2.25s call     tests/a.py::test_z[p]\n")
     rows = time_tests.slowest(output)
     assert [r["test"] for r in rows] == ["tests/a.py::test_x", "tests/b.py::test_y", "tests/a.py::test_z[p]"]
-    assert list(time_tests.by_module(rows).items()) == [("tests/a.py", 14.8), ("tests/b.py", 3.0)]
+    assert time_tests.by_module(rows) == [{"module": "tests/a.py", "seconds": 14.8},
+                                          {"module": "tests/b.py", "seconds": 3.0}]
 
 
 def test_time_tests_keeps_pytests_slowest_tests():
