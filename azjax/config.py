@@ -513,12 +513,14 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "full": dict(num_blocks=6, num_channels=128, num_simulations=128, num_envs=1024,
                      moves_per_step=16, replay_size=1_000_000, min_replay_size=50_000, batch_size=1024,
                      sgd_steps_per_step=8, num_steps=10000, eval_every=1000, compute_dtype="bfloat16"),
-        # SAI sigmoid-komi values on a 2-core CPU in under an hour (scripts/sai_7x7.py). The learning rate decays
-        # to 2% and the weights are averaged, so the empty-board read-out moves slowly. The replay window holds
-        # about 10k games (SAI trained on 8k-60k): with 1.3k the self-play level chased the newest games.
+        # SAI sigmoid-komi values on 2 CPU cores split into 2 devices (AZJAX_CPU_DEVICES=2, scripts/sai_7x7.py).
+        # The learning rate decays to 2% and the weights are averaged, so the empty-board read-out moves slowly.
+        # The replay window holds about 10k games (SAI trained on 8k-60k): with 1.3k the self-play level chased
+        # the newest games. 3000 steps: at 1500, one seed in three had climbed to +9 and the others were still
+        # climbing when the learning rate ran out (results/fidelity.md).
         "sai": dict(value_head="sai", num_blocks=3, num_channels=32, num_simulations=16, num_envs=128,
                     moves_per_step=8, replay_size=524288, min_replay_size=4096, batch_size=256,
-                    sgd_steps_per_step=4, num_steps=1500, lr_end_fraction=0.02, swa_decay=0.99,
+                    sgd_steps_per_step=4, num_steps=3000, lr_end_fraction=0.02, swa_decay=0.99,
                     temperature_moves=8, eval_every=0, checkpoint_every=100, branch_prob=0.025, max_branches=3,
                     start_queue_size=1024),
     },

@@ -185,17 +185,34 @@ def sai_preset_config() -> Any:
     return preset("go_7x7", "sai")
 
 
-def is_sai_preset_seed(run: dict[str, Any], preset_config: Any) -> bool:
-    """A finished run of the preset as committed: every field its file records, read as a checkpoint's config is
-    (older files' values in today's terms), is the preset's, the seed aside. Fields added to Config after the run
-    was made are not compared: its file cannot say."""
+def sai_preset_differences(run: dict[str, Any], preset_config: Any) -> dict[str, Any] | None:
+    """The fields a run's file records (read as a checkpoint's config is: older files' values in today's terms)
+    whose values are not the preset's, the seed aside; None when the file's config is no Config of today's. Fields
+    added to Config after the run was made are not compared: its file cannot say."""
     recorded = run.get("config", {})
     try:
         config = type(preset_config).from_dict(recorded)
-    except (TypeError, ValueError):  # a field this Config no longer has: another setting
-        return False
-    return bool(run.get("finished", True)) and all(
-        getattr(config, k) == getattr(preset_config, k) for k in recorded if k != "seed")
+    except (TypeError, ValueError):  # a field this Config no longer has
+        return None
+    return {k: getattr(config, k) for k in recorded if k != "seed" and getattr(config, k) != getattr(preset_config, k)}
+
+
+def is_sai_preset_seed(run: dict[str, Any], preset_config: Any) -> bool:
+    """A finished run of the preset as committed, with any seed."""
+    return bool(run.get("finished", True)) and sai_preset_differences(run, preset_config) == {}
+
+
+def other_setting(path: str, run: dict[str, Any], preset_config: Any) -> str:
+    """A run beside the seeds, named with what sets it apart: e.g. `sai_7x7_seed1 (num_steps 1500)`."""
+    differences = sai_preset_differences(run, preset_config)
+    if differences is None:
+        what = "fields this Config no longer has"
+    else:
+        shown = [f"{k} {v}" for k, v in differences.items() if k != "init_from"]
+        shown += ["continued from another run"] if differences.get("init_from") else []
+        shown += [] if run.get("finished", True) else ["not finished"]
+        what = ", ".join(shown[:3]) + (", ..." if len(shown) > 3 else "")
+    return f"other setting: {Path(path).stem} ({what})"
 
 
 def sai_plus_nine() -> dict[str, Any]:
@@ -211,8 +228,8 @@ def sai_plus_nine() -> dict[str, Any]:
     perfect = 9.0  # 7x7 Go: Black wins by 9 on the board with perfect play
     figure = {f"sai preset, seed {s['config']['seed']}": [r3(s["last_quarter"]["mean"]), r3(s["last_quarter"]["min"]),
                                                          r3(s["last_quarter"]["max"])] for s in seeds.values()}
-    figure |= {f"other setting: {Path(p).stem}": [r3(o["last_quarter"]["mean"]), r3(o["last_quarter"]["min"]),
-                                                  r3(o["last_quarter"]["max"])] for p, o in others.items()}
+    figure |= {other_setting(p, o, preset_config): [r3(o["last_quarter"]["mean"]), r3(o["last_quarter"]["min"]),
+                                                    r3(o["last_quarter"]["max"])] for p, o in others.items()}
     within = sum(abs(s["last_quarter"]["mean"] - perfect) <= 1 for s in seeds.values())
     n = len(seeds)
     if n < 3:

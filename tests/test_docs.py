@@ -246,6 +246,8 @@ def test_sais_verdict_counts_the_seeds_within_one_point_of_nine(tmp_path, monkey
     write("sai_7x7.json", 9.2)
     claim = fidelity.sai_plus_nine()
     assert claim["verdict"] == "1 seed (the issue asks for 3): 1 within +-1; of 3 runs at other settings, 3 within +-1"
+    assert {f"other setting: sai_7x7_short (num_steps {preset['num_steps'] // 2})", "other setting: sai_7x7_seed3 "
+            "(not finished)", "other setting: sai_7x7_sims32 (num_simulations 32)"} < set(claim["figure"])
     write("sai_7x7_seed1.json", 8.5, seed=1)
     write("sai_7x7_seed2.json", 6.0, seed=2)
     claim = fidelity.sai_plus_nine()
