@@ -135,46 +135,49 @@ def contempt_decisiveness() -> dict[str, Any]:
                 sources=[c4_path, chess_path])
 
 
-CONTEMPT_TRAINING = "results/variants_contempt_training.json"  # scripts/variants_connect_four.py --preset hour ...
+HOUR_SWEEP = "results/variants_connect_four_hour.json"
+HOUR_COMMAND = ("AZJAX_CPU_DEVICES=2 python scripts/variants_connect_four.py --preset hour --num_steps 1400 --variants "
+                "alphazero contempt_5 contempt_28 tdleaf_0.7 playout_cap --seeds 2 --resume")
 
 
-def contempt_in_training() -> dict[str, Any]:
-    """Self-play at N_scl 5 and 28 against plain PUCT on the Connect Four `hour` preset, from the variants sweep's
-    file as far as it has run (a sweep of 6 runs of about an hour each spans sessions: `--resume`)."""
-    claim = ("Self-play at N_scl = 5 trains a stronger player than plain PUCT at equal compute (+70 Elo in the "
-             "reference code's README).")
-    command = ("AZJAX_CPU_DEVICES=2 python scripts/variants_connect_four.py --preset hour --num_steps 1400 "
-               "--variants alphazero contempt_5 contempt_28 --seeds 2")
-    if not (ROOT / CONTEMPT_TRAINING).exists():
-        return dict(paper="search-contempt", claim=claim,
-                    setting=f"planned: Connect Four `hour`, n_scl off / 5 / 28, 2 seeds each ({command})",
-                    figure=None, figure_is=None, seeds=0, verdict="not measured", sources=[])
-    d = load(CONTEMPT_TRAINING)
-    table = d["table"]
-    # One seed has no interval: its mean alone.
-    figure = {v: [r3(row["auc_mean"]), r3(row["auc_low"]), r3(row["auc_high"])] if row["seeds"] > 1
-              else r3(row["auc_mean"]) for v, row in table.items()}
-    done = ", ".join(f"{v} seed {r['seed']}" for v, r in ((r["variant"], r) for r in d["runs"]))
-    verdicts = []
-    for v in ("contempt_5", "contempt_28"):
-        row = table.get(v)
-        if row is None or "alphazero" not in table:
-            verdicts.append(f"{v}: not run beside AlphaZero yet")
-        elif row["seeds_paired"] < 2:
-            verdicts.append(f"{v}: {row['seeds_paired']} seed paired with AlphaZero (the issue asks for 2), "
-                            f"difference {row['auc_minus_alphazero']:+.3f} without an interval")
-        else:
-            figure[f"{v} minus alphazero"] = [r3(row["auc_minus_alphazero"]), r3(row["diff_low"]), r3(row["diff_high"])]
-            verdicts.append(f"{v}: " + ("reproduces (fewer errors than AlphaZero at 95%)" if row["diff_high"] < 0 else
-                                        "does not reproduce (more errors than AlphaZero at 95%)" if row["diff_low"] > 0
-                                        else "no difference at 95%"))
-    return dict(paper="search-contempt", claim=claim,
-                setting=f"Connect Four `hour` preset, {d['args']['num_steps']} loop steps a run, n_scl off / 5 / 28 at "
-                        f"equal self-play positions; Pons' sets {', '.join(d['args']['sets'])}, area under the error "
-                        f"curve ({command}); runs so far: {done}",
-                figure=figure, figure_is="area under the error curve [95% t-interval over seeds]",
-                seeds=min(row["seeds"] for row in table.values()), verdict="; ".join(verdicts),
-                sources=[CONTEMPT_TRAINING])
+def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
+                       claim: str) -> Callable[[], dict[str, Any]]:
+    """A claim read from the Connect Four `hour` sweep (`scripts/variants_connect_four.py --preset hour`): each of
+    `variants` against AlphaZero's runs of the same seeds, as far as the sweep has run (about 85 minutes a run, so
+    it spans sessions with `--resume`). `switches` describes the variants in the setting."""
+    def read() -> dict[str, Any]:
+        if not (ROOT / HOUR_SWEEP).exists():
+            return dict(paper=paper, claim=claim,
+                        setting=f"planned: Connect Four `hour`, {switches}, 2 seeds each ({HOUR_COMMAND})",
+                        figure=None, figure_is=None, seeds=0, verdict="not measured", sources=[])
+        d = load(HOUR_SWEEP)
+        table = {v: row for v, row in d["table"].items() if v in ("alphazero", *variants)}
+        # One seed has no interval: its mean alone.
+        figure = {v: [r3(row["auc_mean"]), r3(row["auc_low"]), r3(row["auc_high"])] if row["seeds"] > 1
+                  else r3(row["auc_mean"]) for v, row in table.items()}
+        done = ", ".join(f"{r['variant']} seed {r['seed']}" for r in d["runs"] if r["variant"] in table)
+        verdicts = []
+        for v in variants:
+            row = table.get(v)
+            if row is None or "alphazero" not in table:
+                verdicts.append(f"{v}: not run beside AlphaZero yet")
+            elif row["seeds_paired"] < 2:
+                verdicts.append(f"{v}: {row['seeds_paired']} seed paired with AlphaZero (the issue asks for 2), "
+                                f"difference {row['auc_minus_alphazero']:+.3f} without an interval")
+            else:
+                figure[f"{v} minus alphazero"] = [r3(row["auc_minus_alphazero"]), r3(row["diff_low"]),
+                                                  r3(row["diff_high"])]
+                verdicts.append(f"{v}: " + ("reproduces (fewer errors than AlphaZero at 95%)" if row["diff_high"] < 0
+                                            else "does not reproduce (more errors than AlphaZero at 95%)"
+                                            if row["diff_low"] > 0 else "no difference at 95%"))
+        return dict(paper=paper, claim=claim,
+                    setting=f"Connect Four `hour` preset, {d['args']['num_steps']} loop steps a run, {switches}, at "
+                            f"equal self-play positions; Pons' sets {', '.join(d['args']['sets'])}, area under the "
+                            f"error curve ({HOUR_COMMAND}); runs so far: {done}",
+                    figure=figure, figure_is="area under the error curve [95% t-interval over seeds]",
+                    seeds=min((row["seeds"] for row in table.values()), default=0), verdict="; ".join(verdicts),
+                    sources=[HOUR_SWEEP])
+    return read
 
 
 def sai_preset_config() -> Any:
@@ -275,7 +278,9 @@ CLAIMS: list[Callable[[], dict[str, Any]]] = [
     contempt_at_odds("results/contempt_odds_connect_four_vs_hour.json"),
     contempt_at_odds("results/contempt_odds_connect_four.json"),
     contempt_decisiveness,
-    contempt_in_training,
+    hour_variant_claim(("contempt_5", "contempt_28"), "self-play at n_scl off / 5 / 28", "search-contempt",
+                       "Self-play at N_scl = 5 trains a stronger player than plain PUCT at equal compute (+70 Elo in "
+                       "the reference code's README)."),
     sai_plus_nine,
     variant_claim("go_exploit_visited", "Go-Exploit", "Starting self-play from an archive of visited states learns "
                   "more per sample than starting every game at the initial state."),
@@ -284,6 +289,12 @@ CLAIMS: list[Callable[[], dict[str, Any]]] = [
                   "the game's outcome."),
     variant_claim("playout_cap", "KataGo", "Playout caps (full searches on a quarter of the moves, trained on) learn "
                   "more per unit of compute."),
+    hour_variant_claim(("tdleaf_0.7",), "TD(lambda) targets at lambda 0.7 against the outcome", "TDLeaf(lambda)",
+                       "TD(lambda) targets along the principal variation learn faster than the game's outcome."),
+    hour_variant_claim(("playout_cap",), "playout caps (full searches of p = 0.25 of the moves, 4 fast simulations "
+                       "on the rest) against full searches everywhere", "KataGo",
+                       "Playout caps (full searches on a quarter of the moves, trained on) learn more per unit of "
+                       "compute."),
 ]
 
 

@@ -257,30 +257,36 @@ def test_sais_verdict_counts_the_seeds_within_one_point_of_nine(tmp_path, monkey
     assert fidelity.sai_plus_nine()["verdict"].startswith("reproduces: 3 of 3 seeds within +-1")
 
 
-def test_contempt_in_trainings_verdict_waits_for_two_paired_seeds(tmp_path, monkeypatch) -> None:
+def test_the_hour_sweeps_verdicts_wait_for_two_paired_seeds_of_each_variant(tmp_path, monkeypatch) -> None:
     fidelity = fidelity_reading(tmp_path, monkeypatch)
-    assert fidelity.contempt_in_training()["verdict"] == "not measured"  # no sweep file yet
+    contempt = fidelity.hour_variant_claim(("contempt_5", "contempt_28"), "n_scl off / 5 / 28", "p", "c")
+    tdleaf = fidelity.hour_variant_claim(("tdleaf_0.7",), "lambda 0.7", "p", "c")
+    assert contempt()["verdict"] == tdleaf()["verdict"] == "not measured"  # no sweep file yet
     summarise = load_script("variants_connect_four")
+    order = ["alphazero", "contempt_5", "contempt_28", "tdleaf_0.7"]
 
     def run(variant: str, seed: int, errors: float) -> dict:
         return dict(variant=variant, seed=seed, curve=[dict(self_play_positions=x, error_rate=errors - x / 1e4)
                                                        for x in (1000, 2000)])
 
     def write(runs: list[dict]) -> None:
-        table = summarise.summarise(runs, sorted({r["variant"] for r in runs}, key=["alphazero", "contempt_5",
-                                                                                     "contempt_28"].index))
+        table = summarise.summarise(runs, sorted({r["variant"] for r in runs}, key=order.index))
         sweep = dict(args=dict(num_steps=1400, sets=["begin_hard"]), runs=runs, table=table)
-        (tmp_path / fidelity.CONTEMPT_TRAINING).write_text(json.dumps(sweep))
+        (tmp_path / fidelity.HOUR_SWEEP).write_text(json.dumps(sweep))
 
     write([run("alphazero", 0, 0.3), run("contempt_5", 0, 0.2)])
-    claim = fidelity.contempt_in_training()
+    claim = contempt()
     assert claim["verdict"].startswith("contempt_5: 1 seed paired with AlphaZero (the issue asks for 2), "
                                        "difference -0.1")
     assert "contempt_28: not run beside AlphaZero yet" in claim["verdict"]
-    write([run("alphazero", 0, 0.3), run("contempt_5", 0, 0.2), run("alphazero", 1, 0.31), run("contempt_5", 1, 0.2)])
-    assert fidelity.contempt_in_training()["verdict"].startswith("contempt_5: reproduces")
+    assert tdleaf()["verdict"] == "tdleaf_0.7: not run beside AlphaZero yet"
+    assert set(tdleaf()["figure"]) == {"alphazero"}  # another claim's variants stay out of its figure
+    write([run("alphazero", 0, 0.3), run("contempt_5", 0, 0.2), run("alphazero", 1, 0.31), run("contempt_5", 1, 0.2),
+           run("tdleaf_0.7", 0, 0.3), run("tdleaf_0.7", 1, 0.31)])
+    assert contempt()["verdict"].startswith("contempt_5: reproduces")
+    assert tdleaf()["verdict"] == "tdleaf_0.7: no difference at 95%"
     write([run("alphazero", 0, 0.2), run("contempt_5", 0, 0.3), run("alphazero", 1, 0.21), run("contempt_5", 1, 0.3)])
-    assert fidelity.contempt_in_training()["verdict"].startswith("contempt_5: does not reproduce")
+    assert contempt()["verdict"].startswith("contempt_5: does not reproduce")
 
 
 def test_docs_methods_has_every_section_the_code_cites() -> None:
