@@ -20,8 +20,9 @@ curves.
         --out results/variants_connect_four.json --plot results/variants_connect_four.png
 
 `--preset hour --num_steps 1400` grades the `hour` preset's runs instead (search-contempt in training:
-`--variants alphazero contempt_5 contempt_28`); `--resume` keeps the runs already in `--out` and runs the missing
-ones, so a sweep longer than a session goes on from its committed file. `--model_dir` keeps each run's final
+`--variants alphazero contempt_5 contempt_28`); `--resume` keeps the runs already in `--out` (with the commands that
+made them, `earlier_commands`) and runs the missing ones, so a sweep longer than a session goes on from its committed
+file; it refuses a file made on another CPU split (`AZJAX_CPU_DEVICES`). `--model_dir` keeps each run's final
 network for a round robin (`azjax arena`).
 """
 
@@ -239,6 +240,10 @@ def main(argv: list[str] | None = None) -> int:
             raise SystemExit(f"--resume: {args.out} ran on {previous['devices']}, this on {summary['devices']}; "
                              "set AZJAX_CPU_DEVICES as it was")
         summary["runs"] = resumable_runs(previous, args)
+        # Where the kept runs came from: the commands that made them, and a rename's note.
+        earlier = [*previous.get("earlier_commands", []), *([previous["command"]] if "command" in previous else [])]
+        summary["earlier_commands"] = [c for i, c in enumerate(earlier) if c not in earlier[:i] + [summary["command"]]]
+        summary.update({k: previous[k] for k in ("renamed",) if k in previous})
         print(f"resuming: {len(summary['runs'])} runs already in {args.out}", flush=True)
     done = {(r["variant"], r["seed"]) for r in summary["runs"]}
     t0 = time.time()

@@ -322,7 +322,8 @@ def test_a_resumed_variants_sweep_keeps_the_runs_it_has_and_refuses_one_graded_d
     curve = [dict(self_play_positions=x, error_rate=0.3) for x in (1000, 2000)]
     runs = [dict(variant=v, seed=0, curve=curve) for v in ("alphazero", "contempt_5", "tdleaf_0.7")]
     out = tmp_path / "v.json"
-    out.write_text(json.dumps(dict(args=vars(args), runs=runs)))
+    out.write_text(json.dumps(dict(args=vars(args), runs=runs, command="python scripts/variants_connect_four.py "
+                                   "--first", renamed="made as w.json", devices=[str(d) for d in jax.local_devices()])))
     assert [r["variant"] for r in variants.resumable_runs(json.loads(out.read_text()), args)] == [
         "alphazero", "contempt_5"]  # a variant this sweep does not run is left out
     # Every (variant, seed) is already there: nothing trains, and the file keeps them with a fresh table.
@@ -332,8 +333,15 @@ def test_a_resumed_variants_sweep_keeps_the_runs_it_has_and_refuses_one_graded_d
     summary = json.loads(out.read_text())
     assert [r["variant"] for r in summary["runs"]] == ["alphazero", "contempt_5"]
     assert set(summary["table"]) == {"alphazero", "contempt_5"}
+    # The file still says where its runs came from.
+    assert summary["earlier_commands"] == ["python scripts/variants_connect_four.py --first"]
+    assert summary["renamed"] == "made as w.json"
     with pytest.raises(SystemExit, match="--num_steps 2, not 3"):
         variants.main([*argv[:6], "3", *argv[7:]])
+    # Runs made on a CPU split otherwise (AZJAX_CPU_DEVICES) are not mixed with this process's.
+    out.write_text(json.dumps({**summary, "devices": ["cpu:0", "cpu:1", "cpu:2"]}))
+    with pytest.raises(SystemExit, match="set AZJAX_CPU_DEVICES as it was"):
+        variants.main(argv)
 
 
 @pytest.mark.slow
