@@ -135,6 +135,15 @@ def contempt_decisiveness() -> dict[str, Any]:
                 sources=[c4_path, chess_path])
 
 
+def auc_verdict(row: dict[str, Any]) -> str:
+    """A variant against AlphaZero from its row of a variants sweep's table (the paired difference's interval)."""
+    if row["diff_high"] < 0:
+        return "reproduces (fewer errors than AlphaZero at 95%)"
+    if row["diff_low"] > 0:
+        return "does not reproduce (more errors than AlphaZero at 95%)"
+    return "no difference at 95%"
+
+
 HOUR_SWEEP = "results/variants_connect_four_hour.json"
 HOUR_COMMAND = ("AZJAX_CPU_DEVICES=2 python scripts/variants_connect_four.py --preset hour --num_steps 1400 --variants "
                 "alphazero contempt_5 contempt_28 tdleaf_0.7 playout_cap --seeds 2 --resume")
@@ -167,9 +176,7 @@ def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
             else:
                 figure[f"{v} minus alphazero"] = [r3(row["auc_minus_alphazero"]), r3(row["diff_low"]),
                                                   r3(row["diff_high"])]
-                verdicts.append(f"{v}: " + ("reproduces (fewer errors than AlphaZero at 95%)" if row["diff_high"] < 0
-                                            else "does not reproduce (more errors than AlphaZero at 95%)"
-                                            if row["diff_low"] > 0 else "no difference at 95%"))
+                verdicts.append(f"{v}: {auc_verdict(row)}")
         return dict(paper=paper, claim=claim,
                     setting=f"Connect Four `hour` preset, {d['args']['num_steps']} loop steps a run, {switches}, at "
                             f"equal self-play positions; Pons' sets {', '.join(d['args']['sets'])}, area under the "
@@ -228,7 +235,7 @@ def sai_plus_nine() -> dict[str, Any]:
     seeds = {p: r for p, r in runs.items() if is_sai_preset_seed(r, preset_config)}
     seeds = dict(sorted(seeds.items(), key=lambda kv: kv[1]["config"]["seed"]))
     others = {p: r for p, r in runs.items() if p not in seeds}
-    perfect = 9.0  # 7x7 Go: Black wins by 9 on the board with perfect play
+    perfect = next(iter(runs.values()))["perfect_play_black_lead"]  # +9: every run's file records it
     figure = {f"sai preset, seed {s['config']['seed']}": [r3(s["last_quarter"]["mean"]), r3(s["last_quarter"]["min"]),
                                                          r3(s["last_quarter"]["max"])] for s in seeds.values()}
     figure |= {other_setting(p, o, preset_config): [r3(o["last_quarter"]["mean"]), r3(o["last_quarter"]["min"]),
@@ -257,12 +264,7 @@ def variant_claim(key: str, paper: str, claim: str) -> Callable[[], dict[str, An
         d = load(path)
         row, base = d["table"][key], d["table"]["alphazero"]
         diff = [r3(row["auc_minus_alphazero"]), r3(row["diff_low"]), r3(row["diff_high"])]
-        if row["diff_high"] < 0:
-            verdict = "reproduces (fewer errors than AlphaZero at 95%)"
-        elif row["diff_low"] > 0:
-            verdict = "does not reproduce (more errors than AlphaZero at 95%)"
-        else:
-            verdict = "no difference at 95%"
+        verdict = auc_verdict(row)
         return dict(paper=paper, claim=claim,
                     setting=f"Connect Four quick preset, {d['args']['num_steps']} loop steps, switches "
                             f"{d['variant_switches'][key]}; Pons' sets, area under the error curve",

@@ -236,10 +236,7 @@ def main(argv: list[str] | None = None) -> int:
                                    variant_switches={v: VARIANTS[v] for v in args.variants}, runs=[])
     if args.resume and Path(args.out).exists():
         previous = json.loads(Path(args.out).read_text())
-        if previous.get("devices", summary["devices"]) != summary["devices"]:
-            raise SystemExit(f"--resume: {args.out} ran on {previous['devices']}, this on {summary['devices']}; "
-                             "set AZJAX_CPU_DEVICES as it was")
-        summary["runs"] = resumable_runs(previous, args)
+        summary["runs"] = resumable_runs(previous, args, summary["devices"])
         # Where the kept runs came from: the commands that made them, and a rename's note.
         earlier = [*previous.get("earlier_commands", []), *([previous["command"]] if "command" in previous else [])]
         summary["earlier_commands"] = [c for i, c in enumerate(earlier) if c not in earlier[:i] + [summary["command"]]]
@@ -273,9 +270,12 @@ RESUME_MUST_MATCH = ("preset", "num_steps", "evals", "sims", "sets", "limit", "m
                      "probe_games", "override")
 
 
-def resumable_runs(previous: dict[str, Any], args: argparse.Namespace) -> list[dict[str, Any]]:
-    """The runs of an earlier sweep (`previous`, its JSON) that this one keeps; SystemExit naming the first argument
-    that differs (with its two values) if the earlier sweep graded differently."""
+def resumable_runs(previous: dict[str, Any], args: argparse.Namespace, devices: list[str]) -> list[dict[str, Any]]:
+    """The runs of an earlier sweep (`previous`, its JSON) that this one, on `devices`, keeps; SystemExit naming the
+    first argument that differs (with its two values) if the earlier sweep graded differently, or its devices."""
+    if previous.get("devices", devices) != devices:
+        raise SystemExit(f"--resume: {args.out} ran on {previous['devices']}, this on {devices}; "
+                         "set AZJAX_CPU_DEVICES as it was")
     before = {"preset": "quick", **previous.get("args", {})}  # files from before --preset existed: quick
     for key in RESUME_MUST_MATCH:
         if before.get(key) != getattr(args, key):

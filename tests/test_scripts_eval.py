@@ -324,7 +324,8 @@ def test_a_resumed_variants_sweep_keeps_the_runs_it_has_and_refuses_one_graded_d
     out = tmp_path / "v.json"
     out.write_text(json.dumps(dict(args=vars(args), runs=runs, command="python scripts/variants_connect_four.py "
                                    "--first", renamed="made as w.json", devices=[str(d) for d in jax.local_devices()])))
-    assert [r["variant"] for r in variants.resumable_runs(json.loads(out.read_text()), args)] == [
+    assert [r["variant"] for r in variants.resumable_runs(json.loads(out.read_text()), args,
+                                                          [str(d) for d in jax.local_devices()])] == [
         "alphazero", "contempt_5"]  # a variant this sweep does not run is left out
     # Every (variant, seed) is already there: nothing trains, and the file keeps them with a fresh table.
     argv = ["--variants", "alphazero", "contempt_5", "--seeds", "1", "--num_steps", "2", "--evals", "1",
