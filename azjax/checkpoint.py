@@ -332,6 +332,15 @@ def script_command(script_file: str | os.PathLike, argv: list[str] | None = None
     return shlex.join([*env, "python", f"scripts/{Path(script_file).name}", *args])
 
 
+def earlier_commands(previous: dict[str, Any], command: str) -> list[str]:
+    """The commands that made a results file before `command` goes on from it (a resumed run, a sweep's next runs):
+    the file's own `earlier_commands`, `training_command` (where a report was written apart from the training) and
+    `command`, once each, in order, without `command` itself."""
+    earlier = [*previous.get("earlier_commands", []),
+               *(previous[k] for k in ("training_command", "command") if previous.get(k))]
+    return [c for i, c in enumerate(earlier) if c not in earlier[:i] and c != command]
+
+
 def write_json(file: str | os.PathLike, obj: Any) -> None:
     _atomic_write(Path(file), (json.dumps(obj, indent=2, sort_keys=True) + "\n").encode())
 

@@ -249,8 +249,8 @@ def sai_plus_nine() -> dict[str, Any]:
                    else f"does not reproduce: {within} of {n} seeds within +-1")
     verdict += (f"; of {len(others)} runs at other settings, "
                 f"{sum(abs(o['last_quarter']['mean'] - perfect) <= 1 for o in others.values())} within +-1")
-    games = f", {min(s['games'] for s in seeds.values())}-{max(s['games'] for s in seeds.values())} games a seed" \
-        if seeds else ""
+    counts = sorted({s["games"] for s in seeds.values()})
+    games = f", {'-'.join(str(c) for c in counts[::max(len(counts) - 1, 1)])} games a seed" if seeds else ""
     return dict(paper="SAI", claim="On 7x7 the empty-board estimate of Black's lead converges to the perfect-play +9 "
                 "(within +-1).",
                 setting=f"7x7 `sai` preset, {preset_config.num_steps} steps{games}; the last quarter of training",

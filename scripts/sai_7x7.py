@@ -19,6 +19,8 @@ Writes:
   --plot       PNG of the estimate, beta and the heads' std against training time (the line at +9 is the
                perfect-play result);
   --model_dir  the exported model (config.json + params.msgpack), usable by `azjax analyze/gtp/eval`.
+A resumed run's --out keeps the commands that made the run before (`earlier_commands`); its `wall_seconds` are
+this command's, its `training_seconds` the whole run's.
 """
 
 from __future__ import annotations
@@ -112,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from azjax import checkpoint as ckpt
     from azjax.build import load_model as load_checkpoint
-    from azjax.checkpoint import script_command
+    from azjax.checkpoint import earlier_commands, script_command
     from azjax.cli.args import overrides as cli_overrides
     from azjax.compile_cache import enable_compilation_cache
     from azjax.config import preset
@@ -171,6 +173,10 @@ def main(argv: list[str] | None = None) -> int:
         "command": script_command(__file__, argv),
         "training_command": args.training_command if args.report_only else script_command(__file__, argv),
     }
+    if (args.resume or args.report_only) and Path(args.out).exists():
+        previous = ckpt.read_json(args.out)
+        if previous.get("run_dir") == str(run_dir):  # the same run, gone on: keep the commands that made it so far
+            result["earlier_commands"] = earlier_commands(previous, result["command"])
     ckpt.write_json(args.out, result)
     averaged = f", weights averaged with swa_decay {config.swa_decay:g}" if config.swa_decay > 0 else ""
     plot(curves, Path(args.plot),

@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     from azjax.cli.main import start_devices
 
     start_devices()  # AZJAX_CPU_DEVICES=2 splits the CPU as scripts/connect_four_hour.sh does, before JAX starts
-    from azjax.checkpoint import script_command, write_json
+    from azjax.checkpoint import earlier_commands, script_command, write_json
     from azjax.compile_cache import enable_compilation_cache
     from azjax.play.benchmarks import load_pons
 
@@ -238,8 +238,7 @@ def main(argv: list[str] | None = None) -> int:
         previous = json.loads(Path(args.out).read_text())
         summary["runs"] = resumable_runs(previous, args, summary["devices"])
         # Where the kept runs came from: the commands that made them, and a rename's note.
-        earlier = [*previous.get("earlier_commands", []), *([previous["command"]] if "command" in previous else [])]
-        summary["earlier_commands"] = [c for i, c in enumerate(earlier) if c not in earlier[:i] + [summary["command"]]]
+        summary["earlier_commands"] = earlier_commands(previous, summary["command"])
         summary.update({k: previous[k] for k in ("renamed",) if k in previous})
         print(f"resuming: {len(summary['runs'])} runs already in {args.out}", flush=True)
     done = {(r["variant"], r["seed"]) for r in summary["runs"]}
