@@ -38,8 +38,9 @@ mkdir -p "$OUT" "$RUNS"
 if [ "$TINY" = 1 ]; then
   # Small enough to compile and run in seconds on a CPU: the same commands, toy sizes.
   GAMES=(connect_four)
+  # One SGD step a loop step: the loop unrolls its SGD steps, and the presets' 16 would compile 16 copies.
   TOY=(--num_blocks 1 --num_channels 8 --num_envs 8 --num_simulations 4 --moves_per_step 2 --replay_size 256
-       --min_replay_size 8 --batch_size 8 --eval_every 0)
+       --min_replay_size 8 --batch_size 8 --sgd_steps_per_step 1 --eval_every 0)
   PLAN_FLAGS=(--preset quick "${TOY[@]}")
   # The bench's own rows, the plain mctx loop's among them, are tested in tests/cli/test_cli.py: one program less here.
   BENCH_FLAGS=(--quick --game connect_four --n_scl 0 --skip_plain)
@@ -63,34 +64,44 @@ fi
 now() { date +%s.%N; }
 # The start and train phases' compile cache: the start phase empties it first, for a cold start.
 CACHE="$RUNS/compile_cache"
-cache_entries() { find "$CACHE" -type f 2>/dev/null | wc -l; }
 cache_names() { [ -d "$CACHE" ] && find "$CACHE" -type f -printf '%f\n' | sort || true; }
 
-# Appends {"phase", "command", "seconds"} (from the start time $3 to now), the fields of the JSON object $4 if
-# given, and with $5 (the compile cache's file names before the phase, one a line) the programs the phase added to
-# the cache (new_cache_entries: names without their hashes, e.g. jit__step_local), to $OUT/runbook.json.
+# Appends {"phase", "command", "seconds"} (from the start time $3 to now) to $OUT/runbook.json; given $4 (the
+# compile cache's file names before the phase, one a line), also the number of entries it began with
+# (cache_entries_before) and the programs it added (new_cache_entries: names without their hashes, e.g.
+# jit__step_local).
 record() {
-  python - "$OUT/runbook.json" "$1" "$2" "$3" "$(now)" "$KIND" "${4:-{\}}" "${5-}" "$(cache_names)" <<'PY'
+  python - "$OUT/runbook.json" "$1" "$2" "$3" "$(now)" "$KIND" "$#" "${4-}" "$(cache_names)" <<'PY'
 import json, re, sys
 from pathlib import Path
-path, phase, command, start, end, kind, extra, before, after = sys.argv[1:]
+path, phase, command, start, end, kind, n_args, before, after = sys.argv[1:]
 book = json.loads(Path(path).read_text()) if Path(path).exists() else {"device_kind": kind, "phases": []}
-row = {"phase": phase, "command": command, "seconds": round(float(end) - float(start), 1), **json.loads(extra)}
-if "cache_entries_before" in row:
+row = {"phase": phase, "command": command, "seconds": round(float(end) - float(start), 1)}
+if int(n_args) >= 4:
     new = sorted(set(after.split()) - set(before.split()))
+    row["cache_entries_before"] = len(before.split())
     row["new_cache_entries"] = [re.sub(r"-[0-9a-f]{16,}-cache$", "", name) for name in new]
 book["phases"].append(row)
 Path(path).write_text(json.dumps(book, indent=1) + "\n")
 PY
 }
 
-# Runs "$@" as phase $phase, timed and recorded (with the fields of the JSON object $EXTRA, if set).
+# Runs "$@" as phase $1, timed and recorded.
 timed() {
   local phase=$1; shift
-  local start before; start=$(now); before=$(cache_names)
+  local start; start=$(now)
   echo "== $phase: $*" >&2
   "$@"
-  record "$phase" "$*" "$start" "${EXTRA:-}" "$before"
+  record "$phase" "$*" "$start"
+}
+
+# As timed, in the compile cache $CACHE, recording what the cache held before and what the phase added to it.
+timed_in_cache() {
+  local phase=$1; shift
+  local start before; start=$(now); before=$(cache_names)
+  echo "== $phase: $* (compile cache $CACHE)" >&2
+  AZJAX_CACHE_DIR="$CACHE" "$@"
+  record "$phase" "$*" "$start" "$before"
 }
 
 for phase in "${phases[@]}"; do
@@ -113,17 +124,15 @@ for phase in "${phases[@]}"; do
     mkdir -p "$CACHE"
     for kind in cold warm; do
       rm -rf "$RUNS/start_$kind"
-      EXTRA="{\"cache_entries_before\": $(cache_entries)}" \
-        timed "start_$kind" env AZJAX_CACHE_DIR="$CACHE" azjax train "${TRAIN_FLAGS[@]}" --stop_after 1 \
-        --run_dir "$RUNS/start_$kind" --no-progress
+      timed_in_cache "start_$kind" azjax train "${TRAIN_FLAGS[@]}" --stop_after 1 --run_dir "$RUNS/start_$kind" \
+        --no-progress
     done ;;
   sweep)
     timed sweep python scripts/bench_sweep.py "${SWEEP_FLAGS[@]}" --out "$OUT/bench_sweep.json" ;;
   train)
     # In the start phase's cache, where it ran: the training time is not spent compiling the same program again.
     rm -rf "$RUNS/train" "$OUT/$TRAINED"
-    EXTRA="{\"cache_entries_before\": $(cache_entries)}" \
-      timed train env AZJAX_CACHE_DIR="$CACHE" azjax train "${TRAIN_FLAGS[@]}" --run_dir "$RUNS/train" --no-progress
+    timed_in_cache train azjax train "${TRAIN_FLAGS[@]}" --run_dir "$RUNS/train" --no-progress
     azjax export "$RUNS/train" "$OUT/$TRAINED"
     cp "$RUNS/train/metrics.csv" "$OUT/$TRAINED/" ;;
   esac

@@ -468,8 +468,9 @@ def main(argv: list[str] | None = None) -> int:
         out.write_text(json.dumps(result, indent=2) + "\n")
 
     # --quick: a smoke test at toy sizes, everywhere (the search-scaling rows too)
+    # (one SGD step a loop step: the loop unrolls its SGD steps, so the presets' 16 would compile 16 copies)
     tiny: dict[str, Any] = dict(num_envs=8, num_simulations=4, moves_per_step=2, replay_size=64, min_replay_size=8,
-                                batch_size=8, num_blocks=1, num_channels=8) if args.quick else {}
+                                batch_size=8, sgd_steps_per_step=1, num_blocks=1, num_channels=8) if args.quick else {}
     for g in games:
         overrides: dict[str, Any] = dict(tiny)
         overrides.update(config_overrides(args))
