@@ -613,6 +613,42 @@ def test_komi_curve_script_plays_each_komi_and_writes_the_fit_beside_the_nets_si
     assert np.isfinite(data["selfplay_fit"]["black_lead"]) and png.stat().st_size > 0
 
 
+# ---------------------------------------------------------------- scripts/sai_first_move.py
+
+
+@pytest.mark.slow
+def test_the_first_move_probe_reads_each_child_as_the_engines_read_out_does(c4_quick_untrained, tmp_path) -> None:
+    from azjax.build import board_game, init_params, make_network, sai_readout
+    from azjax.checkpoint import save_config, save_params
+
+    config = Config(game="go_7x7", value_head="sai", num_blocks=1, num_channels=8)
+    game = board_game(config)
+    params = init_params(make_network(config, game), game, jax.random.key(3))
+    save_config(tmp_path / "model", config)
+    save_params(tmp_path / "model", params)
+    out = tmp_path / "first_move.json"
+    probe = load_script("sai_first_move")
+    assert probe.main([str(tmp_path / "model"), "--top", "3", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    assert data["command"].startswith("python scripts/sai_first_move.py ")
+    (row,) = data["models"]
+    leads = row["black_lead_after"]
+    assert len(leads) == 50  # 49 points and the pass
+    root = game.init(jax.random.key(0))
+    assert row["empty_board_black_lead"] == pytest.approx(sai_readout(config, game, params, root).black_lead,
+                                                          abs=1e-4)
+    for move in ("D4", "A1"):  # Black's lead after the move, as `azjax analyze`'s read-out gives it
+        child = game.step(root, game.parse_action(root, move))
+        assert leads[move] == pytest.approx(sai_readout(config, game, params, child).black_lead, abs=1e-3)
+    probs = [p for _, p in row["first_move_policy"]]
+    assert len(probs) == 3 and probs == sorted(probs, reverse=True)
+    assert row["favourite_move"] == row["first_move_policy"][0][0]
+    assert row["lead_after_favourite_move"] == pytest.approx(leads[row["favourite_move"]], abs=1e-3)
+    assert min(leads.values()) <= row["policy_weighted_lead_after"] <= max(leads.values())
+    with pytest.raises(SystemExit, match="not a SAI model"):
+        probe.main([str(c4_quick_untrained), "--out", str(tmp_path / "x.json")])
+
+
 def test_komi_curve_script_refuses_a_model_without_a_sai_head(c4_quick_untrained, tmp_path) -> None:
     with pytest.raises(SystemExit, match="not a SAI model"):
         load_script("sai_komi_curve").main([str(c4_quick_untrained), "--out", str(tmp_path / "x.json")])

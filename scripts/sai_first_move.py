@@ -1,0 +1,86 @@
+"""What a SAI Go model expects before and after Black's first move: its empty-board estimate next to its estimates one
+ply later, and how sharply its policy picks the first move.
+
+    python scripts/sai_first_move.py MODEL [MODEL ...] [--out results/sai_7x7_first_move.json]
+
+A SAI network's empty-board alpha0 (Black's expected lead on the board, docs/methods.md section 2) is the number
+`scripts/sai_7x7.py` follows towards 7x7's perfect-play +9. It is learnt from self-play outcomes, so it is the value
+of the self-play agent, opening randomness included, not of perfect play; and it can disagree with the same
+network's estimates one move later. For each model this writes, from the network alone (no search):
+`empty_board_black_lead` and its beta; `first_move_policy` (the policy's top moves with their probabilities, in
+the game's notation); `black_lead_after` (Black's lead after each legal first move, as the network reads the
+position with White to move); `policy_weighted_lead_after` (those leads weighted by the policy: what the network
+expects one ply on if Black plays as its policy says); the lead after the policy's favourite move; and the command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("models", nargs="+", help="SAI models or run directories (value_head='sai')")
+    p.add_argument("--top", type=int, default=5, help="first moves listed with their probabilities (default 5)")
+    p.add_argument("--out", default="results/sai_7x7_first_move.json")
+    return p.parse_args(argv)
+
+
+def first_move(model: str, top: int) -> dict[str, Any]:
+    """The read-outs above for one model."""
+    import jax
+    import jax.numpy as jnp
+
+    from azjax.build import board_game, jitted_sai_heads, load_model
+
+    config, params = load_model(model)
+    if config.value_head != "sai":
+        raise SystemExit(f"{model} is not a SAI model (value_head={config.value_head!r})")
+    game = board_game(config)
+    heads = jitted_sai_heads(config, game)
+    root = game.init(jax.random.key(0))
+    logits, alpha, beta = jax.device_get(heads(params, jax.tree.map(lambda x: jnp.asarray(x)[None], root)))
+    legal = np.flatnonzero(np.asarray(root.legal_action_mask))
+    policy = np.exp(logits[0, legal] - logits[0, legal].max())
+    policy /= policy.sum()
+    # Every first move at once: the children [M] as one batch, White to move in each, so Black's lead is -alpha.
+    children = jax.vmap(game.step, in_axes=(None, 0))(root, jnp.asarray(legal, jnp.int32))
+    _, child_alpha, _ = jax.device_get(heads(params, children))
+    lead_after = -np.asarray(child_alpha, np.float64)
+    order = np.argsort(-policy)
+    name = lambda a: game.action_to_str(root, int(a))  # noqa: E731
+    return {
+        "model": model,
+        "empty_board_black_lead": float(alpha[0]),
+        "empty_board_beta": float(beta[0]),
+        "first_move_policy": [[name(legal[i]), round(float(policy[i]), 4)] for i in order[:top]],
+        "black_lead_after": {name(a): round(float(v), 3) for a, v in zip(legal, lead_after, strict=True)},
+        "policy_weighted_lead_after": float(policy @ lead_after),
+        "favourite_move": name(legal[order[0]]),
+        "lead_after_favourite_move": float(lead_after[order[0]]),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from azjax.checkpoint import script_command, write_json
+
+    rows = [first_move(m, args.top) for m in args.models]
+    write_json(args.out, {"models": rows, "command": script_command(__file__, argv)})
+    for r in rows:
+        print(f"{r['model']}: empty board Black {r['empty_board_black_lead']:+.2f}; after Black's first move "
+              f"{r['policy_weighted_lead_after']:+.2f} (policy-weighted), {r['lead_after_favourite_move']:+.2f} after "
+              f"{r['favourite_move']} (p {r['first_move_policy'][0][1]:.3f})")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
