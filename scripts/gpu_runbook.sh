@@ -101,7 +101,7 @@ timed_in_cache() {
   local start before; start=$(now); before=$(cache_names)
   echo "== $phase: $* (compile cache $CACHE)" >&2
   AZJAX_CACHE_DIR="$CACHE" "$@"
-  record "$phase" "$*" "$start" "$before"
+  record "$phase" "AZJAX_CACHE_DIR=$CACHE $*" "$start" "$before"
 }
 
 for phase in "${phases[@]}"; do
