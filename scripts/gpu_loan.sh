@@ -13,6 +13,8 @@
 #   plan_GAME:S    `azjax plan --preset full --compile` (XLA's memory analysis and the compile time)
 #   sweep:S        scripts/bench_sweep.py --seeds 8 --steps 10 --sequential_runs 1 --other_steps 0 (8 seeds against one run)
 # The first loan (results/gpu/NVIDIA_H200/loan_2026-11-26.json) measured what each costs on an H200.
+# The working tree travels whole and may carry 64 MiB with the wheels; results/ alone is over 60 MB, so move it aside
+# for the calls (`mv results /tmp/results_hold`, back after): nothing here reads it (loan_2026-11-27_2.json).
 {  # one block: bash reads it whole before running it, so an edit to this file cannot change a run
 set -uo pipefail
 cd "$(dirname "$0")/.."

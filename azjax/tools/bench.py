@@ -311,7 +311,7 @@ def bench_breakdown(game: str, config: Config, rounds: int = 3) -> dict[str, Any
 
     def sgd_local(params: Any, opt_state: Any, replay: Any) -> Any:
         return jax.lax.scan(functools.partial(trainer._sgd_step, replay=replay), (params, opt_state), sgd_keys,
-                            unroll=True)[0]  # as the loop step runs them (rolled, XLA's CPU backprop is slower)
+                            unroll=trainer.sgd_unroll)[0]  # as the loop step runs them
 
     sgd = jax.jit(jax.shard_map(sgd_local, mesh=trainer.mesh, in_specs=(P(), P(), P()), out_specs=P(),
                                 check_vma=False))

@@ -183,6 +183,15 @@ class LocalSizes:
     start_pool_size: int = 1  # the game starts' pool (SAI queue or Go-Exploit archive) on this device
 
 
+def sgd_unroll(device: jax.Device) -> bool | int:
+    """How the loop step's `lax.scan` over its SGD steps is unrolled on `device`'s platform.
+
+    XLA's CPU backend runs convolution gradients inside a while loop ~10x slower, so CPUs unroll every step. Elsewhere
+    each unrolled copy is compiled anew: 9x9's `full` preset on an H200 compiled its loop step in 76 s with 8 SGD steps
+    and 399 s with 32 (results/gpu/NVIDIA_H200/loan_2026-11-27_2.json), so accelerators keep the scan rolled."""
+    return True if device.platform == "cpu" else 1
+
+
 def local_sizes(config: Config, num_devices: int) -> LocalSizes:
     for name in ("num_envs", "batch_size"):
         if getattr(config, name) % num_devices:
@@ -210,6 +219,7 @@ class Trainer:
         devices = list(devices) if devices is not None else jax.devices()
         self.mesh = Mesh(np.array(devices), (AXIS,))
         self.sizes = local_sizes(config, len(devices))
+        self.sgd_unroll = sgd_unroll(devices[0])
         self._obs_dtype = jax.eval_shape(lambda k: self.game.init(k).observation, jax.random.key(0)).dtype
 
         specs = self.state_specs()
@@ -427,7 +437,8 @@ class Trainer:
         sgd_keys = jax.random.split(self._device_key(k_sgd), max(cfg.sgd_steps_per_step, 1))
         if cfg.sgd_steps_per_step > 0:
             (params, opt_state), info = jax.lax.scan(
-                functools.partial(self._sgd_step, replay=replay), (s.params, s.opt_state), sgd_keys, unroll=True)
+                functools.partial(self._sgd_step, replay=replay), (s.params, s.opt_state), sgd_keys,
+                unroll=self.sgd_unroll)
             info = jax.tree.map(jnp.mean, info)
         else:
             params, opt_state, info = s.params, s.opt_state, {}
