@@ -22,8 +22,10 @@ curves.
 `--preset hour --num_steps 1400` grades the `hour` preset's runs instead (search-contempt in training:
 `--variants alphazero contempt_5 contempt_28`); `--resume` keeps the runs already in `--out` (with the commands that
 made them, `earlier_commands`) and runs the missing ones, so a sweep longer than a session goes on from its committed
-file; it refuses a file made on another CPU split (`AZJAX_CPU_DEVICES`). `--model_dir` keeps each run's final
-network for a round robin (`azjax arena`).
+file; it refuses a file made on another CPU split (`AZJAX_CPU_DEVICES`). `--checkpoint_dir` keeps the run in progress
+(its loop state, distinct positions and curve so far, every `--checkpoint_every` steps), so `--resume` also goes on
+inside a run a session cut off; `--minutes` stops the sweep by itself at such a point. `--model_dir` keeps each run's
+final network for a round robin (`azjax arena`).
 """
 
 from __future__ import annotations
@@ -79,6 +81,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", default="results/variants_connect_four.png")
     p.add_argument("--model_dir", help="save each run's final network as a model directory here "
                                        "(VARIANT_seedN: config and parameters), for round robins with `azjax arena`")
+    p.add_argument("--checkpoint_dir", help="keep each run in progress here (VARIANT_seedN), checkpointed every "
+                                            "--checkpoint_every steps: --resume goes on from a run's last checkpoint")
+    p.add_argument("--checkpoint_every", type=int, default=100, help="loop steps between a run's checkpoints")
+    p.add_argument("--minutes", type=float, default=0.0,
+                   help="stop after this wall time (0 = none), checkpointing the run in progress (needs "
+                        "--checkpoint_dir); --resume goes on from there")
     p.add_argument("--resume", action="store_true",
                    help="keep the runs already in --out (same preset, steps and grading) and run only the missing ones")
     p.add_argument("--summarise", action="store_true",
@@ -92,7 +100,69 @@ def area_under_curve(xs: list[float], ys: list[float]) -> float:
     return area / (xs[-1] - xs[0])
 
 
-def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]) -> dict[str, Any]:
+PROGRESS_FILE = "progress.json"  # a run's curve, games and minutes at its newest checkpoint
+
+
+class RunInProgress:
+    """A run's checkpoints under `--checkpoint_dir`/VARIANT_seedN: the loop state (`azjax.checkpoint`), the distinct
+    positions seen (`azjax.train.measures.UniqueStates`) and PROGRESS_FILE, written in that order, so a progress file
+    names a step whose state and positions are both on disk."""
+
+    def __init__(self, run_dir: Path):
+        from azjax.checkpoint import StateCheckpointer
+
+        self.run_dir = run_dir
+        self.checkpointer = StateCheckpointer(run_dir)
+
+    def start(self, config: Any, resume: bool) -> None:
+        """Saves the run's config; with `resume`, refuses a directory whose run was configured otherwise; without,
+        forgets what an earlier run left there."""
+        import shutil
+
+        from azjax.checkpoint import config_mismatch, load_config, save_config
+
+        if resume and (self.run_dir / "config.json").exists():
+            mismatch = config_mismatch(load_config(self.run_dir), config)
+            if mismatch:
+                raise SystemExit(f"--resume: {self.run_dir} holds a run configured otherwise ({mismatch[0]}); "
+                                 "move it away or give the same arguments")
+        elif self.run_dir.exists():
+            shutil.rmtree(self.run_dir)
+            self.checkpointer = type(self.checkpointer)(self.run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        save_config(self.run_dir, config)
+
+    def restore(self, template: Any) -> tuple[Any, dict[str, Any], Any] | None:
+        """(loop state, progress, distinct positions) at the newest checkpoint, or None if there is none whole."""
+        from azjax.checkpoint import read_json
+        from azjax.train.measures import UniqueStates
+
+        if not (self.run_dir / PROGRESS_FILE).exists():
+            return None
+        progress = read_json(self.run_dir / PROGRESS_FILE)
+        step = progress["step"]
+        seen = UniqueStates.load(self.run_dir, step)
+        if seen is None or self.checkpointer.check(step) is not None:
+            print(f"  {self.run_dir}: no whole checkpoint at step {step}; the run starts over", flush=True)
+            return None
+        return self.checkpointer.restore(step, template), progress, seen
+
+    def save(self, step: int, state: Any, seen: Any, progress: dict[str, Any]) -> None:
+        from azjax.checkpoint import write_json
+
+        self.checkpointer.save(step, state)
+        seen.save(self.run_dir, step)
+        write_json(self.run_dir / PROGRESS_FILE, {"step": step, **progress})
+
+
+class Stopped(Exception):
+    """The sweep's --minutes ran out inside a run; the run checkpointed where it stood."""
+
+
+def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any],
+            deadline: float = float("inf")) -> dict[str, Any]:
+    """One variant's run, graded along the way; raises Stopped (after a checkpoint) once `deadline` (time.time())
+    has passed inside the run."""
     import jax
 
     from azjax.build import game_named
@@ -108,14 +178,25 @@ def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]
     overrides = {k: parse_field(k, v) for k, v in overrides.items()}
     config = preset("connect_four", args.preset, **{**overrides, **VARIANTS[name], "seed": seed,
                                                 "num_steps": args.num_steps, "eval_every": 0})
+    in_progress = RunInProgress(Path(args.checkpoint_dir) / f"{name}_seed{seed}") if args.checkpoint_dir else None
+    if in_progress is not None:
+        in_progress.start(config, args.resume)
     trainer = Trainer(config)
     game = game_named("connect_four")
     eval_steps = sorted({round(args.num_steps * (i + 1) / args.evals) for i in range(args.evals)})
     positions_per_step = config.num_envs * config.moves_per_step
     state = trainer.init(seed)
-    curve, t0, games = [], time.time(), 0
+    curve, t0, games, minutes_before, first_step = [], time.time(), 0, 0.0, 1
     seen = UniqueStates()
-    for step in range(1, args.num_steps + 1):
+    if in_progress is not None:
+        restored = in_progress.restore(state) if args.resume else None
+        if restored is not None:
+            state, progress, seen = restored
+            curve, games, minutes_before = progress["curve"], progress["games"], progress["minutes"]
+            first_step = progress["step"] + 1
+            print(f"  {name} seed {seed}: going on from step {progress['step']} ({in_progress.run_dir})", flush=True)
+    minutes = lambda: round(minutes_before + (time.time() - t0) / 60, 2)  # noqa: E731
+    for step in range(first_step, args.num_steps + 1):
         moves_before = int(state.moves)
         state, m = trainer.step(state)
         games += int(m["games"])
@@ -135,12 +216,18 @@ def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]
             curve.append(dict(step=step, self_play_positions=step * positions_per_step, error_rate=errors,
                               sets={k: round(g["error_rate"], 4) for k, g in grades.items()},
                               unique_states=seen.total, unique_states_by_depth=seen.by_depth(), **losses,
-                              minutes=round((time.time() - t0) / 60, 2)))
+                              minutes=minutes()))
             print(f"  {name} seed {seed} step {step}: error rate {100 * errors:.1f}% "
                   f"({', '.join(f'{k} {100 * v:.1f}%' for k, v in curve[-1]['sets'].items())})", flush=True)
+        if in_progress is not None and step < args.num_steps:
+            stop = time.time() >= deadline
+            if stop or step % args.checkpoint_every == 0:
+                in_progress.save(step, state, seen, dict(curve=curve, games=games, minutes=minutes()))
+            if stop:
+                raise Stopped(f"{name} seed {seed} at step {step}")
     out = dict(variant=name, seed=seed, curve=curve, games=games,
                trainable_in_final_replay=int(trainer.trainable(state.replay).sum()),
-               minutes=round((time.time() - t0) / 60, 2))
+               minutes=minutes())
     if args.model_dir:
         from azjax.checkpoint import save_config, save_params
 
@@ -218,6 +305,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.evals < 1 or args.evals > args.num_steps or args.seeds < 1:
         raise SystemExit("need 1 <= --evals <= --num_steps and --seeds >= 1")
+    if args.checkpoint_every < 1:
+        raise SystemExit(f"--checkpoint_every must be at least 1, not {args.checkpoint_every}")
+    if args.minutes < 0 or (args.minutes and not args.checkpoint_dir):
+        raise SystemExit("--minutes needs a value >= 0 and --checkpoint_dir (where the run in progress is kept)")
     if args.summarise:
         summary = json.loads(Path(args.out).read_text())
         variants = [v for v in VARIANTS if any(r["variant"] == v for r in summary["runs"])]
@@ -243,6 +334,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"resuming: {len(summary['runs'])} runs already in {args.out}", flush=True)
     done = {(r["variant"], r["seed"]) for r in summary["runs"]}
     t0 = time.time()
+    deadline = t0 + 60 * args.minutes if args.minutes else float("inf")
 
     def save() -> None:
         summary["table"] = summarise(summary["runs"], sorted({r["variant"] for r in summary["runs"]},
@@ -256,7 +348,14 @@ def main(argv: list[str] | None = None) -> int:
     for seed in range(args.seeds):  # seed-major: an interrupted sweep still compares every variant
         for name in args.variants:
             if (name, seed) not in done:
-                summary["runs"].append(run_one(name, seed, args, sets))
+                try:
+                    summary["runs"].append(run_one(name, seed, args, sets, deadline))
+                except Stopped as e:
+                    if summary["runs"]:
+                        save()
+                    print(f"stopped after --minutes {args.minutes:g}: {e} is checkpointed in {args.checkpoint_dir}; "
+                          "go on with the same command and --resume", flush=True)
+                    return 0
                 save()  # after every run: a cut-short sweep keeps what it measured
     save()
     print_table(summary)

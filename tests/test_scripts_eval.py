@@ -346,6 +346,35 @@ def test_a_resumed_variants_sweep_keeps_the_runs_it_has_and_refuses_one_graded_d
 
 
 @pytest.mark.slow
+def test_a_variants_run_cut_off_by_its_minutes_goes_on_from_its_checkpoint_as_if_never_stopped(tmp_path,
+                                                                                               tiny_overrides):
+    variants = load_script("variants_connect_four")
+    tiny = [f"{k}={v}" for k, v in tiny_overrides.items() if k not in ("num_steps", "eval_every")]
+    argv = ["--variants", "alphazero", "--seeds", "1", "--num_steps", "4", "--evals", "2", "--sims", "2",
+            "--sets", "begin_easy", "--limit", "4", "--mcts_games", "0", "--probe_games", "0", "--plot", "",
+            "--checkpoint_every", "2"]
+    whole, cut, kept = tmp_path / "whole.json", tmp_path / "cut.json", str(tmp_path / "c")
+    assert variants.main([*argv, "--out", str(whole), "--checkpoint_dir", str(tmp_path / "w"),
+                          "--override", *tiny]) == 0
+    # Stopped by its time after its first step, the run checkpoints there and writes no results yet.
+    stopped = [*argv, "--out", str(cut), "--checkpoint_dir", kept, "--resume"]
+    assert variants.main([*stopped, "--minutes", "1e-9", "--override", *tiny]) == 0
+    assert not cut.exists()
+    assert json.loads((tmp_path / "c" / "alphazero_seed0" / variants.PROGRESS_FILE).read_text())["step"] == 1
+    assert variants.main([*stopped, "--override", *tiny]) == 0
+    (a,), (b,) = json.loads(whole.read_text())["runs"], json.loads(cut.read_text())["runs"]
+    drop_minutes = lambda curve: [{k: v for k, v in p.items() if k != "minutes"} for p in curve]  # noqa: E731
+    assert drop_minutes(b["curve"]) == drop_minutes(a["curve"]) and len(a["curve"]) == 2
+    assert b["games"] == a["games"] and b["trainable_in_final_replay"] == a["trainable_in_final_replay"]
+    # A checkpoint of a run configured otherwise is refused, not continued (a later override wins).
+    with pytest.raises(SystemExit, match="configured otherwise"):
+        variants.main([*argv, "--out", str(tmp_path / "x.json"), "--checkpoint_dir", kept, "--resume",
+                       "--override", *tiny, "weight_decay=0.123"])
+    with pytest.raises(SystemExit, match="--minutes needs"):
+        variants.main([*argv, "--minutes", "5"])
+
+
+@pytest.mark.slow
 def test_a_variants_run_keeps_its_final_network_as_a_model_an_arena_can_load(tmp_path, tiny_overrides):
     variants = load_script("variants_connect_four")
     tiny = [f"{k}={v}" for k, v in tiny_overrides.items() if k not in ("num_steps", "eval_every")]
