@@ -645,6 +645,15 @@ def test_the_first_move_probe_reads_each_child_as_the_engines_read_out_does(c4_q
     assert row["favourite_move"] == row["first_move_policy"][0][0]
     assert row["lead_after_favourite_move"] == pytest.approx(leads[row["favourite_move"]], abs=1e-3)
     assert min(leads.values()) <= row["policy_weighted_lead_after"] <= max(leads.values())
+    by_ply = row["policy_weighted_lead_by_ply"]
+    assert by_ply[:2] == [row["empty_board_black_lead"], row["policy_weighted_lead_after"]] and len(by_ply) == 3
+    # The favourite line reads Black's lead with White to move and with Black to move as the engine does.
+    (first, lead_first), (second, lead_second), *_ = row["greedy_line"]
+    assert len(row["greedy_line"]) == 8 and first == row["favourite_move"] and lead_first == pytest.approx(
+        leads[first], abs=1e-3)
+    child = game.step(root, game.parse_action(root, first))
+    grandchild = game.step(child, game.parse_action(child, second))
+    assert lead_second == pytest.approx(sai_readout(config, game, params, grandchild).black_lead, abs=1e-3)
     with pytest.raises(SystemExit, match="not a SAI model"):
         probe.main([str(c4_quick_untrained), "--out", str(tmp_path / "x.json")])
 
