@@ -251,11 +251,37 @@ def sai_plus_nine() -> dict[str, Any]:
                 f"{sum(abs(o['last_quarter']['mean'] - perfect) <= 1 for o in others.values())} within +-1")
     counts = sorted({s["games"] for s in seeds.values()})
     games = f", {'-'.join(str(c) for c in counts[::max(len(counts) - 1, 1)])} games a seed" if seeds else ""
+    curves = sai_seed_komi_curves(seeds, preset_config.num_steps)
     return dict(paper="SAI", claim="On 7x7 the empty-board estimate of Black's lead converges to the perfect-play +9 "
                 "(within +-1).",
                 setting=f"7x7 `sai` preset, {preset_config.num_steps} steps{games}; the last quarter of training",
                 figure=figure, figure_is="the estimate's last-quarter mean [min, max] (points)", seeds=n,
-                verdict=verdict, sources=[*seeds, *others])
+                verdict=verdict, diagnosis=komi_curve_diagnosis(curves) if curves else None,
+                sources=[*seeds, *others, *curves])
+
+
+def sai_seed_komi_curves(seeds: dict[str, dict[str, Any]], num_steps: int) -> dict[str, dict[str, Any]]:
+    """The seeds' self-play komi curves (`scripts/sai_komi_curve.py` on each seed's final model, named
+    results/sai_7x7_{num_steps}_seed{seed}_komi_curve.json), where they were measured."""
+    paths = [f"results/sai_7x7_{num_steps}_seed{s['config']['seed']}_komi_curve.json" for s in seeds.values()]
+    return {p: load(p) for p in paths if (ROOT / p).exists()}
+
+
+def komi_curve_diagnosis(curves: dict[str, dict[str, Any]]) -> str:
+    """Where each seed's own self-play breaks even, beside what its network reads: whether the estimate follows the
+    agent (inside the self-play interval) or lags it."""
+    rows, inside = [], 0
+    for d in curves.values():
+        fit, net = d["selfplay_fit"], d["net"]["empty_board_black_lead"]
+        inside += fit["black_lead_low"] <= net <= fit["black_lead_high"]
+        interval = fmt([r3(fit["black_lead"]), r3(fit["black_lead_low"]), r3(fit["black_lead_high"])])
+        rows.append(f"{Path(d['model']).name}: {interval} (its network reads {r3(net)})")
+    games = sorted({d["games_per_komi"] for d in curves.values()})
+    return (f"where each seed's self-play breaks even (scripts/sai_komi_curve.py, {'/'.join(map(str, games))} games a "
+            f"komi, 95% bootstrap interval): " + "; ".join(rows)
+            + f". The network's estimate lies inside its own self-play's interval in {inside} of {len(curves)}: "
+            + ("each estimate follows its own agent's self-play, so what sets the level is where that agent breaks even"
+               if inside == len(curves) else "some estimates lag their own agents"))
 
 
 def variant_claim(key: str, paper: str, claim: str) -> Callable[[], dict[str, Any]]:
@@ -321,6 +347,8 @@ def render(claims: list[dict[str, Any]]) -> str:
             lines.append(f"- Figure ({c['figure_is']}): {fmt(c['figure'])}")
         lines += [f"- Seeds: {c['seeds'] if c['seeds'] is not None else 'one match (intervals over games)'}",
                   f"- Verdict: **{c['verdict']}**"]
+        if c.get("diagnosis"):
+            lines.append(f"- Why: {c['diagnosis']}")
         if c["sources"]:
             lines.append("- Files: " + ", ".join(f"[{s}]({Path(s).relative_to('results')})" for s in c["sources"]))
         lines.append("")

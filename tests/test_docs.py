@@ -255,6 +255,23 @@ def test_sais_verdict_counts_the_seeds_within_one_point_of_nine(tmp_path, monkey
     assert list(claim["figure"])[:3] == ["sai preset, seed 0", "sai preset, seed 1", "sai preset, seed 2"]
     write("sai_7x7_seed2.json", 9.9, seed=2)
     assert fidelity.sai_plus_nine()["verdict"].startswith("reproduces: 3 of 3 seeds within +-1")
+    assert fidelity.sai_plus_nine()["diagnosis"] is None  # no seed's komi curve measured yet
+
+    # Each seed's self-play komi curve says whether its estimate follows its own agent.
+    def curve(seed: int, net: float, low: float, high: float) -> None:
+        d = {"model": f"results/models/seed{seed}", "games_per_komi": 128, "net": {"empty_board_black_lead": net},
+             "selfplay_fit": {"black_lead": (low + high) / 2, "black_lead_low": low, "black_lead_high": high}}
+        name = f"sai_7x7_{preset['num_steps']}_seed{seed}_komi_curve.json"
+        (tmp_path / "results" / name).write_text(json.dumps(d))
+
+    curve(0, 9.0, 8.0, 10.0)
+    curve(1, 7.0, 5.0, 8.5)
+    claim = fidelity.sai_plus_nine()
+    assert "inside its own self-play's interval in 2 of 2" in claim["diagnosis"] and "seed1: 6.75 [5.0, 8.5]" in (
+        claim["diagnosis"])
+    assert f"results/sai_7x7_{preset['num_steps']}_seed1_komi_curve.json" in claim["sources"]
+    curve(2, 9.9, 6.0, 8.0)
+    assert "in 2 of 3: some estimates lag" in fidelity.sai_plus_nine()["diagnosis"]
 
 
 def test_the_hour_sweeps_verdicts_wait_for_two_paired_seeds_of_each_variant(tmp_path, monkeypatch) -> None:
