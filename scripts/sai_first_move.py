@@ -63,21 +63,21 @@ def first_move(model: str, top: int, greedy_plies: int = 8) -> dict[str, Any]:
         raise SystemExit(f"{model} is not a SAI model (value_head={config.value_head!r})")
     game = board_game(config)
     heads = jitted_sai_heads(config, game)
+    one = lambda state: jax.tree.map(lambda x: jnp.asarray(x)[None], state)  # noqa: E731  (a batch of one)
     root = game.init(jax.random.key(0))
-    logits, alpha, beta = jax.device_get(heads(params, jax.tree.map(lambda x: jnp.asarray(x)[None], root)))
+    logits, alpha, beta = jax.device_get(heads(params, one(root)))
     legal = np.flatnonzero(np.asarray(root.legal_action_mask))
     policy = np.exp(logits[0, legal] - logits[0, legal].max())
     policy /= policy.sum()
     # Every first move at once: the children [M] as one batch, White to move in each, so Black's lead is -alpha.
     children = jax.vmap(game.step, in_axes=(None, 0))(root, jnp.asarray(legal, jnp.int32))
-    _, child_alpha, _ = jax.device_get(heads(params, children))
+    child_logits, child_alpha, _ = jax.device_get(heads(params, children))
     lead_after = -np.asarray(child_alpha, np.float64)
     order = np.argsort(-policy)
     name = lambda a: game.action_to_str(root, int(a))  # noqa: E731
 
     # Two plies on: every legal reply b to every legal first move a ([M, A] grandchildren, Black to move again),
     # weighted by p(a) q(b | a). An illegal reply is stepped too (pgx ends that game) but weighs nothing.
-    child_logits, _, _ = jax.device_get(heads(params, children))
     replies = legal_policy(np.asarray(child_logits), np.asarray(children.legal_action_mask))
     actions = jnp.arange(replies.shape[-1], dtype=jnp.int32)
     grandchildren = jax.vmap(lambda c: jax.vmap(game.step, in_axes=(None, 0))(c, actions))(children)
@@ -87,15 +87,14 @@ def first_move(model: str, top: int, greedy_plies: int = 8) -> dict[str, Any]:
     two_on = float(policy @ np.where(replies > 0, replies * lead_two_on, 0.0).sum(axis=1))
 
     # The favourite line: the policy's argmax ply after ply.
-    line, state = [], root
+    line, state, logits_s = [], root, logits  # one evaluation a position: its logits pick the next move
     for ply in range(greedy_plies):
         if bool(state.terminated):
             break
-        logits_s, _, _ = jax.device_get(heads(params, jax.tree.map(lambda x: jnp.asarray(x)[None], state)))
         move = int(np.argmax(legal_policy(logits_s[0], np.asarray(state.legal_action_mask))))
         move_name = game.action_to_str(state, move)
         state = game.step(state, jnp.int32(move))
-        _, alpha_s, _ = jax.device_get(heads(params, jax.tree.map(lambda x: jnp.asarray(x)[None], state)))
+        logits_s, alpha_s, _ = jax.device_get(heads(params, one(state)))
         line.append([move_name, round(float(black_lead(alpha_s[0], ply % 2 == 1)), 3)])
     return {
         "model": model,
