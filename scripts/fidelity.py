@@ -146,7 +146,25 @@ def auc_verdict(row: dict[str, Any]) -> str:
 
 HOUR_SWEEP = "results/variants_connect_four_hour.json"
 HOUR_COMMAND = ("AZJAX_CPU_DEVICES=2 python scripts/variants_connect_four.py --preset hour --num_steps 1400 --variants "
-                "alphazero contempt_5 contempt_28 tdleaf_0.7 playout_cap --seeds 2 --resume")
+                "alphazero contempt_5 tdleaf_0.7 playout_cap --seeds 2 --resume")
+
+
+def inert_at(sweep: dict[str, Any], variant: str) -> int | None:
+    """The preset's simulation budget where `variant`'s search-contempt (its n_scl) cannot act there; else None."""
+    from azjax.config import preset
+
+    n_scl = sweep.get("variant_switches", {}).get(variant, {}).get("n_scl", 0)
+    budget = preset("connect_four", sweep["args"].get("preset", "quick")).num_simulations
+    return budget if 0 < n_scl and n_scl >= budget else None
+
+
+def repeats_alphazero(runs: list[dict[str, Any]], variant: str) -> list[int]:
+    """The seeds at which `variant`'s curve is AlphaZero's, point for point: the same errors on every set (the
+    value-loss probe and the wall times are left out: they vary from run to run of the same network)."""
+    graded = lambda curve: [(p["step"], p["error_rate"], p["sets"]) for p in curve]  # noqa: E731
+    curves = {(r["variant"], r["seed"]): graded(r["curve"]) for r in runs}
+    return sorted(seed for (v, seed), curve in curves.items()
+                  if v == variant and curves.get(("alphazero", seed)) == curve)
 
 
 def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
@@ -168,7 +186,13 @@ def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
         verdicts = []
         for v in variants:
             row = table.get(v)
-            if row is None or "alphazero" not in table:
+            if row is not None and (budget := inert_at(d, v)) is not None:
+                same = repeats_alphazero(d["runs"], v)
+                verdicts.append(f"{v}: inert here (n_scl {d['variant_switches'][v]['n_scl']} >= the preset's {budget} "
+                                f"simulations, so no node freezes); its seed{'s' * (len(same) != 1)} "
+                                f"{', '.join(map(str, same)) or 'none'} repeat{'s' * (len(same) == 1)} AlphaZero's "
+                                "curve exactly, as the off-rule says: not a test of the claim")
+            elif row is None or "alphazero" not in table:
                 verdicts.append(f"{v}: not run beside AlphaZero yet")
             elif row["seeds_paired"] < 2:
                 verdicts.append(f"{v}: {row['seeds_paired']} seed paired with AlphaZero (the issue asks for 2), "

@@ -20,12 +20,13 @@ curves.
         --out results/variants_connect_four.json --plot results/variants_connect_four.png
 
 `--preset hour --num_steps 1400` grades the `hour` preset's runs instead (search-contempt in training:
-`--variants alphazero contempt_5 contempt_28`); `--resume` keeps the runs already in `--out` (with the commands that
-made them, `earlier_commands`) and runs the missing ones, so a sweep longer than a session goes on from its committed
-file; it refuses a file made on another CPU split (`AZJAX_CPU_DEVICES`). `--checkpoint_dir` keeps the run in progress
-(its loop state, distinct positions and curve so far, every `--checkpoint_every` steps), so `--resume` also goes on
-inside a run a session cut off; `--minutes` stops the sweep by itself at such a point. `--model_dir` keeps each run's
-final network for a round robin (`azjax arena`).
+`--variants alphazero contempt_5`; a contempt variant whose n_scl the preset's simulation budget makes inert, as
+contempt_28 at the hour preset's 16, is refused); `--resume` keeps the runs already in `--out` (with the commands
+that made them, `earlier_commands`; also the runs of variants not named this time) and runs the missing ones, so
+a sweep longer than a session goes on from its committed file; it refuses a file made on another CPU split
+(`AZJAX_CPU_DEVICES`). `--checkpoint_dir` keeps the run in progress (its loop state, distinct positions and curve so
+far, every `--checkpoint_every` steps), so `--resume` also goes on inside a run a session cut off; `--minutes` stops
+the sweep by itself at such a point. `--model_dir` keeps each run's final network for a round robin (`azjax arena`).
 """
 
 from __future__ import annotations
@@ -56,6 +57,16 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "contempt_5": dict(n_scl=5),
     "contempt_28": dict(n_scl=28),
 }
+
+
+def inert_contempt(config: Any) -> str | None:
+    """Why search-contempt cannot act in `config`'s self-play (None when it can): with `n_scl` at or above the
+    largest simulation budget no opponent node ever freezes, and the run repeats AlphaZero's exactly."""
+    budget = max(config.num_simulations, config.fast_simulations if config.full_search_prob < 1 else 0)
+    if 0 < config.n_scl and config.n_scl >= budget:
+        return (f"n_scl {config.n_scl} is inert at {budget} simulations a move (no opponent node freezes; the run "
+                "would repeat alphazero's exactly)")
+    return None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -178,6 +189,8 @@ def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]
     overrides = {k: parse_field(k, v) for k, v in overrides.items()}
     config = preset("connect_four", args.preset, **{**overrides, **VARIANTS[name], "seed": seed,
                                                 "num_steps": args.num_steps, "eval_every": 0})
+    if (inert := inert_contempt(config)) is not None:
+        raise SystemExit(f"{name} with --preset {args.preset}: {inert}")
     in_progress = RunInProgress(Path(args.checkpoint_dir) / f"{name}_seed{seed}") if args.checkpoint_dir else None
     if in_progress is not None:
         in_progress.start(config, args.resume)
@@ -338,8 +351,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def save() -> None:
         summary["table"] = summarise(summary["runs"], sorted({r["variant"] for r in summary["runs"]},
-                                                             key=args.variants.index))
+                                                             key=list(VARIANTS).index))
         summary["variants"] = list(summary["table"])
+        summary["variant_switches"] = {v: VARIANTS[v] for v in summary["variants"]}
         summary["minutes"] = round((time.time() - t0) / 60, 1)
         write_json(args.out, summary)
         if args.plot:
@@ -379,7 +393,8 @@ def resumable_runs(previous: dict[str, Any], args: argparse.Namespace, devices: 
         if before.get(key) != getattr(args, key):
             raise SystemExit(f"--resume: {args.out} was made with --{key} {before.get(key)!r}, not "
                              f"{getattr(args, key)!r}; give another --out or the same arguments")
-    return [r for r in previous.get("runs", []) if r["variant"] in args.variants]
+    # Every run is kept, also those of variants this sweep does not run: a committed measurement is never dropped.
+    return [r for r in previous.get("runs", []) if r["variant"] in VARIANTS]
 
 
 def print_table(summary: dict[str, Any]) -> None:

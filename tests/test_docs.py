@@ -283,12 +283,13 @@ def test_the_hour_sweeps_verdicts_wait_for_two_paired_seeds_of_each_variant(tmp_
     order = ["alphazero", "contempt_5", "contempt_28", "tdleaf_0.7"]
 
     def run(variant: str, seed: int, errors: float) -> dict:
-        return dict(variant=variant, seed=seed, curve=[dict(self_play_positions=x, error_rate=errors - x / 1e4)
-                                                       for x in (1000, 2000)])
+        return dict(variant=variant, seed=seed, curve=[dict(self_play_positions=x, step=x // 100, sets={},
+                                                            error_rate=errors - x / 1e4) for x in (1000, 2000)])
 
     def write(runs: list[dict]) -> None:
         table = summarise.summarise(runs, sorted({r["variant"] for r in runs}, key=order.index))
-        sweep = dict(args=dict(num_steps=1400, sets=["begin_hard"]), runs=runs, table=table)
+        sweep = dict(args=dict(preset="hour", num_steps=1400, sets=["begin_hard"]), runs=runs, table=table,
+                     variant_switches={v: summarise.VARIANTS[v] for v in table})
         (tmp_path / fidelity.HOUR_SWEEP).write_text(json.dumps(sweep))
 
     write([run("alphazero", 0, 0.3), run("contempt_5", 0, 0.2)])
@@ -304,6 +305,11 @@ def test_the_hour_sweeps_verdicts_wait_for_two_paired_seeds_of_each_variant(tmp_
     assert tdleaf()["verdict"] == "tdleaf_0.7: no difference at 95%"
     write([run("alphazero", 0, 0.2), run("contempt_5", 0, 0.3), run("alphazero", 1, 0.21), run("contempt_5", 1, 0.3)])
     assert contempt()["verdict"].startswith("contempt_5: does not reproduce")
+    # N_scl at or above the hour preset's 16 simulations never freezes a node: such a run is AlphaZero's, and says so.
+    write([run("alphazero", 0, 0.3), run("contempt_28", 0, 0.3)])
+    assert contempt()["verdict"].endswith("contempt_28: inert here (n_scl 28 >= the preset's 16 simulations, so no "
+                                          "node freezes); its seed 0 repeats AlphaZero's curve exactly, as the "
+                                          "off-rule says: not a test of the claim")
 
 
 def test_docs_methods_has_every_section_the_code_cites() -> None:

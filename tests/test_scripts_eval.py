@@ -326,14 +326,15 @@ def test_a_resumed_variants_sweep_keeps_the_runs_it_has_and_refuses_one_graded_d
                                    "--first", renamed="made as w.json", devices=[str(d) for d in jax.local_devices()])))
     assert [r["variant"] for r in variants.resumable_runs(json.loads(out.read_text()), args,
                                                           [str(d) for d in jax.local_devices()])] == [
-        "alphazero", "contempt_5"]  # a variant this sweep does not run is left out
+        "alphazero", "contempt_5", "tdleaf_0.7"]  # a variant this sweep does not run is kept, not dropped
     # Every (variant, seed) is already there: nothing trains, and the file keeps them with a fresh table.
     argv = ["--variants", "alphazero", "contempt_5", "--seeds", "1", "--num_steps", "2", "--evals", "1",
             "--resume", "--out", str(out), "--plot", ""]
     assert variants.main(argv) == 0
     summary = json.loads(out.read_text())
-    assert [r["variant"] for r in summary["runs"]] == ["alphazero", "contempt_5"]
-    assert set(summary["table"]) == {"alphazero", "contempt_5"}
+    assert [r["variant"] for r in summary["runs"]] == ["alphazero", "contempt_5", "tdleaf_0.7"]
+    assert summary["variants"] == ["alphazero", "tdleaf_0.7", "contempt_5"]  # in VARIANTS' order
+    assert summary["variant_switches"]["tdleaf_0.7"] == dict(td_lambda=0.7)
     # The file still says where its runs came from.
     assert summary["earlier_commands"] == ["python scripts/variants_connect_four.py --first"]
     assert summary["renamed"] == "made as w.json"
@@ -343,6 +344,20 @@ def test_a_resumed_variants_sweep_keeps_the_runs_it_has_and_refuses_one_graded_d
     out.write_text(json.dumps({**summary, "devices": ["cpu:0", "cpu:1", "cpu:2"]}))
     with pytest.raises(SystemExit, match="set AZJAX_CPU_DEVICES as it was"):
         variants.main(argv)
+
+
+def test_a_variants_sweep_refuses_a_contempt_setting_its_simulation_budget_makes_inert():
+    from azjax.config import preset
+
+    variants = load_script("variants_connect_four")
+    hour = preset("connect_four", "hour")  # 16 simulations a move
+    assert variants.inert_contempt(hour.replace(n_scl=5)) is None
+    assert variants.inert_contempt(hour) is None  # off is AlphaZero, not a contempt setting
+    assert "n_scl 28 is inert at 16 simulations" in variants.inert_contempt(hour.replace(n_scl=28))
+    assert variants.inert_contempt(hour.replace(n_scl=28, num_simulations=64)) is None
+    with pytest.raises(SystemExit, match="contempt_28 with --preset hour: n_scl 28 is inert"):
+        variants.main(["--preset", "hour", "--variants", "contempt_28", "--seeds", "1", "--num_steps", "1",
+                       "--evals", "1", "--sets", "end_easy", "--limit", "1", "--out", "", "--plot", ""])
 
 
 @pytest.mark.slow
