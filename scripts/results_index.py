@@ -45,6 +45,7 @@ MEASURES: dict[str, str] = {
     "bench_go_rules.py": "speed of azjax's Go rules against pgx's own, random games",
     "bench_sgd_scan.py": "time of the network's forward pass and gradient, by batch size",
     "bench_sweep.py": "a sweep of runs as one program against the same runs one after another",
+    "bench_xla_flags.py": "the loop's compile and step time under XLA flag sets, as ratios to the first set",
     "compile_time.py": "time to build and run the first loop step with a cold and a warm compilation cache",
     "contempt_odds_connect_four.py": "score of the side playing second against visits, plain PUCT and search-contempt",
     "contempt_sweep.py": "self-play (w+l)/d and repeated game prefixes against search-contempt's n_scl",
@@ -149,6 +150,11 @@ def tree_reuse_headline(d: dict[str, Any]) -> str:
             f"visits/move {on['mean_visits']:g} (on, {on['mean_kept_visits']:g} kept) and {off['mean_visits']:g} (off)")
 
 
+def xla_flags_headline(d: dict[str, Any]) -> str:
+    return "; ".join(f"{row['flags'] or 'defaults'}: XLA compile x{row['ratio_to_first']['xla_compile_s']}, step "
+                     f"x{row['ratio_to_first']['step_s']}" for row in d["flag_sets"][1:])
+
+
 def variants_headline(d: dict[str, Any]) -> str:
     return "area under the error curve: " + ", ".join(f"{name} {100 * row['auc_mean']:.1f}%"
                                                       for name, row in d["table"].items())
@@ -165,6 +171,7 @@ HEADLINES: list[tuple[tuple[str, ...], Callable[[dict[str, Any]], str]]] = [
     (("selfplay_fit", "net"), komi_curve_headline),
     (("results", "sims_per_s"), bench_headline),
     (("table", "variants"), variants_headline),
+    (("flag_sets", "runs", "overrides"), xla_flags_headline),
     (("bytes_per_device", "num_devices"), plan_headline),
     (("rows", "search", "command"), eval_cache_headline),
     (("seconds_per_move", "reuse_on", "reuse_off"), tree_reuse_headline),

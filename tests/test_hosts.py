@@ -49,7 +49,8 @@ def _free_local_port() -> int:
 def _env(devices: int, **extra: str) -> dict[str, str]:
     """A CPU process with `devices` devices, this checkout's azjax and the session's compilation cache."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AZJAX_", "JAX_", "XLA_FLAGS"))}
-    flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if f.startswith("--xla_backend_optimization_level")]
+    flags = [f for f in os.environ.get("XLA_FLAGS", "").split() if f.startswith(("--xla_backend_optimization_level",
+                                                                                  "--xla_cpu_use_fusion_emitters"))]
     env.update(PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
                JAX_PLATFORMS="cpu", XLA_FLAGS=" ".join([*flags, f"--xla_force_host_platform_device_count={devices}"]),
                **extra)

@@ -504,6 +504,34 @@ def test_sgd_scan_bench_times_each_form_and_records_its_command(tmp_path):
         assert all(s > 0 for s in data[name]["seconds"].values()) and data[name]["rolled_over_separate"] > 0
 
 
+def test_the_xla_flags_bench_gives_each_sets_medians_as_ratios_to_the_first_set():
+    bench = load_script("bench_xla_flags")
+    figures = lambda compile_s, step_s: dict(xla_compile_s=compile_s, trace_s=1.0, lower_s=1.0,  # noqa: E731
+                                             first_step_s=compile_s + 2, step_s=step_s)
+    runs = [dict(flags="", figures=figures(10.0, 0.1)), dict(flags="-f", figures=figures(4.0, 0.1)),
+            dict(flags="", figures=figures(8.0, 0.3)), dict(flags="-f", figures=figures(6.0, 0.2)),
+            dict(flags="", figures=figures(12.0, 0.2))]
+    base, other = bench.summarise(["", "-f"], runs)
+    assert base["processes"] == 3 and base["median"]["xla_compile_s"] == 10.0 and base["median"]["step_s"] == 0.2
+    assert other["median"]["xla_compile_s"] == 5.0 and other["ratio_to_first"]["xla_compile_s"] == 0.5
+    assert other["ratio_to_first"]["step_s"] == 0.75 and base["ratio_to_first"]["step_s"] == 1.0
+    with pytest.raises(SystemExit, match="connect_four has no preset 'ful'"):
+        bench.main(["--preset", "ful", "--out", "x.json", "--", ""])
+
+
+@pytest.mark.slow
+def test_the_xla_flags_bench_builds_the_tiny_loop_in_a_process_of_each_flag_set(tmp_path):
+    out = tmp_path / "flags.json"
+    assert load_script("bench_xla_flags").main(["--tiny", "--steps", "1", "--repeats", "1", "--out", str(out), "--",
+                                                "--xla_backend_optimization_level=0"]) == 0
+    data = json.loads(out.read_text())
+    (run,) = data["runs"]
+    assert run["flags"] == "--xla_backend_optimization_level=0" and run["figures"]["xla_compile_s"] > 0
+    assert run["figures"]["first_step_s"] > run["figures"]["step_s"] > 0
+    assert data["flag_sets"][0]["ratio_to_first"]["xla_compile_s"] == 1.0 and data["overrides"]["num_envs"] == 8
+    assert data["command"].startswith("python scripts/bench_xla_flags.py --tiny")
+
+
 @pytest.mark.slow
 def test_go_rules_bench_times_both_rule_sets_and_records_its_command(tmp_path):
     out = tmp_path / "go_rules.json"
