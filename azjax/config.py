@@ -427,6 +427,17 @@ def methods_on(config: Config) -> list[str]:
     return [m.name for m in METHODS if m.on(config)]
 
 
+def inert_contempt(config: Config) -> str | None:
+    """Why `config`'s search-contempt cannot act in self-play (None when it can, or is off): with `n_scl` at or
+    above every simulation budget of its searches no opponent node ever freezes, and the search is AlphaZero's
+    exactly (docs/methods.md section 1)."""
+    budget = max(config.num_simulations, config.fast_simulations if config.full_search_prob < 1 else 0)
+    if 0 < config.n_scl and config.n_scl >= budget:
+        return (f"n_scl {config.n_scl} is inert at {budget} simulations a move (no opponent node freezes; the run "
+                "would repeat alphazero's exactly)")
+    return None
+
+
 def _union_args(hint: Any) -> tuple[Any, ...]:
     return get_args(hint) if get_origin(hint) not in (None, Literal) else (hint,)
 

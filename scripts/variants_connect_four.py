@@ -59,15 +59,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def inert_contempt(config: Any) -> str | None:
-    """Why search-contempt cannot act in `config`'s self-play (None when it can): with `n_scl` at or above the
-    largest simulation budget no opponent node ever freezes, and the run repeats AlphaZero's exactly."""
-    budget = max(config.num_simulations, config.fast_simulations if config.full_search_prob < 1 else 0)
-    if 0 < config.n_scl and config.n_scl >= budget:
-        return (f"n_scl {config.n_scl} is inert at {budget} simulations a move (no opponent node freezes; the run "
-                "would repeat alphazero's exactly)")
-    return None
-
 
 def build_parser() -> argparse.ArgumentParser:
     from azjax.play.benchmarks import PONS_DATA
@@ -177,7 +168,7 @@ def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]
     import jax
 
     from azjax.build import game_named
-    from azjax.config import parse_field, preset
+    from azjax.config import inert_contempt, parse_field, preset
     from azjax.play.agents import network_agent, rollout_mcts_agent
     from azjax.play.arena import match
     from azjax.play.benchmarks import grade_agent

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from azjax.config import METHODS, PRESETS, Config, field_groups, methods_on, parse_field, preset
+from azjax.config import METHODS, PRESETS, Config, field_groups, inert_contempt, methods_on, parse_field, preset
 from azjax.games import GAMES
 
 
@@ -128,6 +128,18 @@ def test_alphazero_switches_on_no_method_and_each_switch_names_its_own() -> None
                                                                           "KataGo's playout caps"]
     for method in METHODS:  # a method's fields at their defaults leave it off
         assert not method.on(Config().replace(**{name: getattr(Config(), name) for name in method.fields}))
+
+
+def test_search_contempt_at_or_above_every_simulation_budget_is_named_inert() -> None:
+    hour = preset("connect_four", "hour")  # 16 simulations a move
+    assert inert_contempt(hour) is None  # off is AlphaZero, not a contempt setting
+    assert inert_contempt(hour.replace(n_scl=5)) is None
+    assert inert_contempt(hour.replace(n_scl=28)).startswith("n_scl 28 is inert at 16 simulations a move")
+    assert inert_contempt(hour.replace(n_scl=16)) is not None  # 16 visits complete no node's 16th child visit
+    assert inert_contempt(hour.replace(n_scl=28, num_simulations=64)) is None
+    # Playout caps: the full searches (here 64) are where it can act; fast ones of 8 are not the budget that counts.
+    capped = hour.replace(n_scl=28, num_simulations=64, full_search_prob=0.25, fast_simulations=8)
+    assert inert_contempt(capped) is None and inert_contempt(capped.replace(n_scl=64)) is not None
 
 
 @pytest.mark.parametrize(

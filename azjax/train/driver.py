@@ -29,7 +29,7 @@ import jax.numpy as jnp
 
 from azjax import checkpoint as ckpt
 from azjax import hosts
-from azjax.config import PRESETS, Config, methods_on, preset
+from azjax.config import PRESETS, Config, inert_contempt, methods_on, preset
 from azjax.play.agents import network_agent, rollout_mcts_agent
 from azjax.play.arena import match
 from azjax.train.loop import LoopState, Trainer, local_sizes
@@ -433,6 +433,8 @@ def config_summary(config: Config) -> str:
     lines = [f"config: {config.game} preset {name!r}" + (", changed:" if diff else ", unchanged")]
     lines += [f"  {k} = {fields[k]!r}" for k in diff]
     lines.append(f"  methods on top of AlphaZero: {', '.join(methods_on(config)) or 'none'}")
+    if (inert := inert_contempt(config)) is not None:
+        lines.append(f"  note: search-contempt's {inert}")
     lines.append(f"  replay ratio {config.replay_ratio:.2f} (positions trained on per position played)")
     return "\n".join(lines)
 

@@ -221,6 +221,11 @@ def test_the_config_dump_names_the_preset_and_only_the_fields_that_differ():
     hour = "  methods on top of AlphaZero: random openings, q-mixed value targets"
     assert config_summary(preset("connect_four", "hour")) == (f"config: connect_four preset 'hour', unchanged\n"
                                                               f"{hour}\n{ratio}")
+    # A search-contempt setting the simulation budget makes inert is named as such, not only as a method on.
+    assert config_summary(preset("connect_four", "hour", n_scl=28)).splitlines()[2:4] == [
+        "  methods on top of AlphaZero: search-contempt, random openings, q-mixed value targets",
+        "  note: search-contempt's n_scl 28 is inert at 16 simulations a move (no opponent node freezes; the run would "
+        "repeat alphazero's exactly)"]
 
 
 def test_the_fuzzer_rejects_malformed_lines_and_would_notice_one_that_slips_through():
