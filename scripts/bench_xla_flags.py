@@ -3,9 +3,10 @@
 For each flag set (a string of XLA flags; "" is XLA's defaults) a fresh process (XLA reads its flags once, when
 its backend starts) builds the Connect Four (or `--game`) loop at `--preset` with `--override`s, with JAX's
 persistent compilation cache off, and records JAX's own compile events for the loop step (tracing, lowering, the
-XLA compile) and then the median of `--steps` further steps. The sets run `--repeats` times, interleaved, so a
-shared machine's load falls on each alike; the JSON (`--out`) has every process's figures, each set's medians, and
-its ratios to the first set (the baseline).
+XLA compile) and then the median of `--steps` further steps, each also in CPU seconds of the process (all its
+threads: on a machine shared with other jobs they measure the work where wall seconds measure the share). The sets
+run `--repeats` times, interleaved, so the load falls on each alike; the JSON (`--out`) has every process's figures,
+each set's medians, and its ratios to the first set (the baseline).
 
     python scripts/bench_xla_flags.py --tiny --out results/bench_xla_flags_tiny.json -- \\
         "--xla_backend_optimization_level=0" "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
@@ -55,20 +56,22 @@ def on_duration(event, seconds, **kw):
 monitoring.register_event_duration_secs_listener(on_duration)
 trainer = Trainer(preset(game, name, **overrides))
 state = trainer.init(0)
-t0 = time.perf_counter()
+t0, c0 = time.perf_counter(), time.process_time()
 state, _ = trainer.step(state)
 jax.block_until_ready(state)
-first = time.perf_counter() - t0
-times = []
+first, first_cpu = time.perf_counter() - t0, time.process_time() - c0
+times, cpu = [], []
 for _ in range(steps):
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     state, _ = trainer.step(state)
     jax.block_until_ready(state)
     times.append(time.perf_counter() - t0)
-json.dump(dict(first_step_s=first, step_s=statistics.median(times), **seen), open(out, "w"))
+    cpu.append(time.process_time() - c0)
+json.dump(dict(first_step_s=first, step_s=statistics.median(times), first_step_cpu_s=first_cpu,
+               step_cpu_s=statistics.median(cpu), **seen), open(out, "w"))
 """
 
-FIGURES = ("xla_compile_s", "trace_s", "lower_s", "first_step_s", "step_s")
+FIGURES = ("xla_compile_s", "trace_s", "lower_s", "first_step_s", "step_s", "first_step_cpu_s", "step_cpu_s")
 
 
 def parse_override(item: str) -> tuple[str, Any]:
