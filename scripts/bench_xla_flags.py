@@ -92,7 +92,8 @@ def one_process(args: argparse.Namespace, flags: str, overrides: dict[str, Any])
         proc = subprocess.run([sys.executable, "-c", CHILD, args.game, args.preset, json.dumps(overrides),
                                str(args.steps), str(out)], env=env, capture_output=True, text=True)
         if proc.returncode != 0:
-            raise SystemExit(f"the process with XLA_FLAGS={flags!r} failed: {proc.stderr.strip().splitlines()[-1]}")
+            last = (proc.stderr.strip().splitlines() or [f"exit status {proc.returncode}"])[-1]
+            raise SystemExit(f"the process with XLA_FLAGS={flags!r} failed: {last}")
         return {k: round(v, 3) for k, v in json.loads(out.read_text()).items()}
 
 

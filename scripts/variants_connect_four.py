@@ -59,7 +59,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-
 def build_parser() -> argparse.ArgumentParser:
     from azjax.play.benchmarks import PONS_DATA
 
@@ -161,6 +160,26 @@ class Stopped(Exception):
     """The sweep's --minutes ran out inside a run; the run checkpointed where it stood."""
 
 
+def variant_config(name: str, seed: int, args: argparse.Namespace) -> Any:
+    """The config of variant `name`'s run of `seed`: the preset, `--override`s, the variant's switches."""
+    from azjax.config import parse_field, preset
+
+    overrides = dict(kv.split("=", 1) for kv in args.override)
+    overrides = {k: parse_field(k, v) for k, v in overrides.items()}
+    return preset("connect_four", args.preset, **{**overrides, **VARIANTS[name], "seed": seed,
+                                                  "num_steps": args.num_steps, "eval_every": 0})
+
+
+def refuse_inert_variants(args: argparse.Namespace) -> None:
+    """SystemExit before anything runs if a variant's search-contempt cannot act at this preset's simulation budget:
+    its runs would repeat AlphaZero's exactly (azjax.config.inert_contempt)."""
+    from azjax.config import inert_contempt
+
+    for name in args.variants:
+        if (inert := inert_contempt(variant_config(name, 0, args))) is not None:
+            raise SystemExit(f"{name} with --preset {args.preset}: {inert}")
+
+
 def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any],
             deadline: float = float("inf")) -> dict[str, Any]:
     """One variant's run, graded along the way; raises Stopped (after a checkpoint) once `deadline` (time.time())
@@ -168,7 +187,6 @@ def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]
     import jax
 
     from azjax.build import game_named
-    from azjax.config import inert_contempt, parse_field, preset
     from azjax.play.agents import network_agent, rollout_mcts_agent
     from azjax.play.arena import match
     from azjax.play.benchmarks import grade_agent
@@ -176,12 +194,7 @@ def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]
     from azjax.train.loop import Trainer
     from azjax.train.measures import UniqueStates, count_written
 
-    overrides = dict(kv.split("=", 1) for kv in args.override)
-    overrides = {k: parse_field(k, v) for k, v in overrides.items()}
-    config = preset("connect_four", args.preset, **{**overrides, **VARIANTS[name], "seed": seed,
-                                                "num_steps": args.num_steps, "eval_every": 0})
-    if (inert := inert_contempt(config)) is not None:
-        raise SystemExit(f"{name} with --preset {args.preset}: {inert}")
+    config = variant_config(name, seed, args)
     in_progress = RunInProgress(Path(args.checkpoint_dir) / f"{name}_seed{seed}") if args.checkpoint_dir else None
     if in_progress is not None:
         in_progress.start(config, args.resume)
@@ -322,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
         plot(summary, args.plot)
         print_table(summary)
         return 0
+    refuse_inert_variants(args)
     enable_compilation_cache()
     sets = load_pons(args.data, args.sets, args.limit)
     import jax

@@ -346,11 +346,13 @@ def test_a_resumed_variants_sweep_keeps_the_runs_it_has_and_refuses_one_graded_d
         variants.main(argv)
 
 
-def test_a_variants_sweep_refuses_a_contempt_setting_its_simulation_budget_makes_inert():
+def test_a_variants_sweep_refuses_a_contempt_setting_its_simulation_budget_makes_inert_before_running_any(tmp_path):
     variants = load_script("variants_connect_four")
+    out = tmp_path / "v.json"
     with pytest.raises(SystemExit, match="contempt_28 with --preset hour: n_scl 28 is inert"):
-        variants.main(["--preset", "hour", "--variants", "contempt_28", "--seeds", "1", "--num_steps", "1",
-                       "--evals", "1", "--sets", "end_easy", "--limit", "1", "--out", "", "--plot", ""])
+        variants.main(["--preset", "hour", "--variants", "alphazero", "contempt_28", "--seeds", "1", "--num_steps",
+                       "1", "--evals", "1", "--sets", "end_easy", "--limit", "1", "--out", str(out), "--plot", ""])
+    assert not out.exists()  # alphazero, listed first, did not train either
 
 
 @pytest.mark.slow
