@@ -151,11 +151,11 @@ HOUR_COMMAND = ("AZJAX_CPU_DEVICES=2 python scripts/variants_connect_four.py --p
 
 def inert_at(sweep: dict[str, Any], variant: str) -> int | None:
     """The preset's simulation budget where `variant`'s search-contempt (its n_scl) cannot act there; else None."""
-    from azjax.config import preset
+    from azjax.config import inert_contempt, preset
 
-    n_scl = sweep.get("variant_switches", {}).get(variant, {}).get("n_scl", 0)
-    budget = preset("connect_four", sweep["args"].get("preset", "quick")).num_simulations
-    return budget if 0 < n_scl and n_scl >= budget else None
+    config = preset("connect_four", sweep["args"].get("preset", "quick"), **sweep.get("variant_switches", {}).get(
+        variant, {}))
+    return config.num_simulations if inert_contempt(config) is not None else None
 
 
 def repeats_alphazero(runs: list[dict[str, Any]], variant: str) -> list[int]:
