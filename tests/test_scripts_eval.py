@@ -387,7 +387,9 @@ def test_a_variants_run_cut_off_by_its_minutes_goes_on_from_its_checkpoint_as_if
 @pytest.mark.slow
 def test_a_variants_run_keeps_its_final_network_as_a_model_an_arena_can_load(tmp_path, tiny_overrides):
     variants = load_script("variants_connect_four")
-    tiny = [f"{k}={v}" for k, v in tiny_overrides.items() if k not in ("num_steps", "eval_every")]
+    # 8 simulations a move: at the tiny 4, n_scl 5 never freezes a node and the script refuses the run as inert.
+    overrides = {**tiny_overrides, "num_simulations": 8}
+    tiny = [f"{k}={v}" for k, v in overrides.items() if k not in ("num_steps", "eval_every")]
     out, models = tmp_path / "v.json", tmp_path / "models"
     assert variants.main(["--variants", "contempt_5", "--seeds", "1", "--num_steps", "2", "--evals", "1",
                           "--sims", "2", "--sets", "begin_easy", "--limit", "2", "--mcts_games", "0",

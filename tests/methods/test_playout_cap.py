@@ -1,10 +1,9 @@
 """KataGo's playout caps, forced playouts and policy-target pruning (docs/methods.md section 6): the draw, the
 forced-playout count, pruning by hand and on real trees (against mctx's own PUCT), and every switch at its
-off value equal to plain mctx / the visit-count target, bit for bit."""
+off value equal to plain mctx / the visit-count target, bit for bit (compiled as training compiles them)."""
 
 from __future__ import annotations
 
-import functools
 from typing import NamedTuple
 
 import jax
@@ -12,6 +11,7 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 import pytest
+from production_xla import production_jit
 
 from azjax.methods import playout_cap as pc
 
@@ -39,12 +39,12 @@ def _root() -> mctx.RootFnOutput:
 INVALID = jnp.zeros((B, A), bool).at[0, 4].set(True)
 
 
-@functools.partial(jax.jit, static_argnames="k")
+@production_jit(static_argnames="k")
 def _forced(key, k):
     return pc.forced_muzero_policy(None, key, _root(), _recurrent_fn, SIMS, INVALID, k=k, dirichlet_fraction=0.25)
 
 
-@jax.jit
+@production_jit
 def _plain(key):
     return mctx.muzero_policy(None, key, _root(), _recurrent_fn, SIMS, INVALID, dirichlet_fraction=0.25)
 

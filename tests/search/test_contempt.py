@@ -2,7 +2,8 @@
 
 Searches run on Connect Four with a fixed random linear evaluator (so visit counts are non-trivial)
 and on a hand-built synthetic game whose answers can be worked out. A recording `loop_fn` keeps the
-tree before every simulation, so each test can replay the search step by step.
+tree before every simulation, so each test can replay the search step by step. The Connect Four searches
+compile as training compiles them, since one test holds them to plain mctx bit for bit.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 import pytest
+from production_xla import production_jit
 
 from azjax.games import make_game
 from azjax.search import make_recurrent_fn, root_fn
@@ -76,7 +78,7 @@ def _recording_loop(history: list):
     return loop
 
 
-@functools.partial(jax.jit, static_argnames=("kind", "mode", "num_simulations", "max_depth"))
+@production_jit(static_argnames=("kind", "mode", "num_simulations", "max_depth"))
 def _search(key, n_scl, *, kind: str, mode: str, num_simulations: int = S, max_depth: int | None = None):
     """mode 'mctx': (plain mctx policy, contempt policy with n_scl=0, off); mode 'record': contempt
     with the traced `n_scl`, and the trees before each simulation (leaves [S, B, ...])."""

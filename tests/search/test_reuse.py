@@ -1,7 +1,8 @@
 """azjax.search.reuse: the subtree under the moves played, and a PUCT search that continues it.
 
 Connect Four with a fixed random linear evaluator (so trees are uneven), three roots per batch; one compiled search
-and one compiled re-rooting serve every test.
+and one compiled re-rooting serve every test. The searches compile as training compiles them, since one test
+holds them to plain mctx bit for bit.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import jax.numpy as jnp
 import mctx
 import numpy as np
 import pytest
+from production_xla import production_jit
 from search_trees import assert_valid_tree
 
 from azjax.games import make_game
@@ -51,13 +53,13 @@ def _roots():
     return states
 
 
-@jax.jit
+@production_jit
 def _plain(key, states):
     root, recurrent_fn, invalid = search_inputs(GAME, _linear_evaluator, PARAMS, states)
     return contempt_muzero_policy(PARAMS, key, root, recurrent_fn, S, invalid, n_scl=0, **NOISE)
 
 
-@jax.jit
+@production_jit
 def _reused(key, states, tree, size, descended):
     root, recurrent_fn, invalid = search_inputs(GAME, _linear_evaluator, PARAMS, states)
     return reused_muzero_policy(PARAMS, key, tree, size, root, recurrent_fn, S, invalid_actions=invalid,
@@ -67,13 +69,13 @@ def _reused(key, states, tree, size, descended):
 GUMBEL = dict(max_num_considered_actions=4, gumbel_scale=1.0)
 
 
-@jax.jit
+@production_jit
 def _plain_gumbel(key, states):
     root, recurrent_fn, invalid = search_inputs(GAME, _linear_evaluator, PARAMS, states)
     return contempt_gumbel_muzero_policy(PARAMS, key, root, recurrent_fn, S, invalid, n_scl=0, **GUMBEL)
 
 
-@jax.jit
+@production_jit
 def _reused_gumbel(key, states, tree, size):
     root, recurrent_fn, invalid = search_inputs(GAME, _linear_evaluator, PARAMS, states)
     return reused_gumbel_muzero_policy(PARAMS, key, tree, size, root, recurrent_fn, S, invalid_actions=invalid,
