@@ -16,7 +16,8 @@ from types import ModuleType
 # compiles the loop ~2-3x faster and runs it a few times slower, a net win for every test here; without its
 # fusion emitters (the older elemental codegen) the tiny loop compiles faster still at the same step time
 # (`scripts/bench_xla_flags.py --tiny`, results/bench_xla_flags_tiny.json). Numerics stay within float32
-# reassociation (the golden runs match at their tolerance). Set before JAX starts its backend; the variable is
+# reassociation (the golden runs match at their tolerance); the tests that hold two programs equal bit for bit
+# compile with XLA's defaults instead (tests/production_xla.py). Set before JAX starts its backend; the variable is
 # inherited by the xdist workers and by the subprocesses tests start. Opt out with AZJAX_TEST_XLA_OPT=default
 # (or give your own --xla_backend_optimization_level in XLA_FLAGS).
 if os.environ.get("AZJAX_TEST_XLA_OPT", "0") != "default" and "xla_backend_optimization_level" not in os.environ.get(
