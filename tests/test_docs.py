@@ -310,6 +310,10 @@ def test_the_hour_sweeps_verdicts_wait_for_two_paired_seeds_of_each_variant(tmp_
     assert contempt()["verdict"].endswith("contempt_28: inert here (n_scl 28 >= the preset's 16 simulations, so no "
                                           "node freezes); its seed 0 repeats AlphaZero's curve exactly, as the "
                                           "off-rule says: not a test of the claim")
+    # Its one seed does not count against the two of the variants that test something.
+    write([run("alphazero", 0, 0.3), run("contempt_5", 0, 0.2), run("alphazero", 1, 0.31), run("contempt_5", 1, 0.2),
+           run("contempt_28", 0, 0.3)])
+    assert contempt()["seeds"] == 2
 
 
 def test_docs_methods_has_every_section_the_code_cites() -> None:
