@@ -34,14 +34,6 @@ def load(path: str) -> dict[str, Any]:
     return json.loads((ROOT / path).read_text())
 
 
-def wilson(successes: float, n: int) -> tuple[float, float]:
-    """95% Wilson interval of a proportion."""
-    p = successes / n
-    centre = (p + Z95 ** 2 / (2 * n)) / (1 + Z95 ** 2 / n)
-    half = Z95 * math.sqrt(p * (1 - p) / n + Z95 ** 2 / (4 * n * n)) / (1 + Z95 ** 2 / n)
-    return centre - half, centre + half
-
-
 def r3(x: float) -> float:
     return round(float(x), 3)
 
@@ -107,8 +99,10 @@ def contempt_at_odds(path: str) -> Callable[[], dict[str, Any]]:
 
 
 def _decisive(wins: int, draws: int, losses: int) -> list[float]:
+    from azjax.play.arena import wilson_interval
+
     n = wins + draws + losses
-    low, high = wilson(wins + losses, n)
+    low, high = wilson_interval((wins + losses) / n, n)
     return [r3((wins + losses) / n), r3(low), r3(high)]
 
 
@@ -149,6 +143,43 @@ HOUR_COMMAND = ("AZJAX_CPU_DEVICES=2 python scripts/variants_connect_four.py --p
                 "alphazero contempt_5 tdleaf_0.7 playout_cap --seeds 2 --resume")
 
 
+HOUR_ROUND_ROBIN = "results/arena/connect_four_hour_sweep/results.json"
+
+
+def round_robin_against_alphazero(arena: dict[str, Any], variant: str) -> dict[str, Any] | None:
+    """`variant`'s final networks against AlphaZero's in an `azjax arena` round robin whose agents are named
+    `<variant>_seed<n>`: every game between a seed of one and a seed of the other, pooled, from the variant's side.
+    The score's interval is over games (Wilson, as the arena's); None where no such pairing was played."""
+    from azjax.play.arena import elo_from_score, wilson_interval
+
+    def is_seed_of(name: str, v: str) -> bool:
+        return name.startswith(f"{v}_seed") and name[len(v) + 5:].isdigit()
+
+    wins = draws = losses = 0
+    for p in arena["pairings"]:
+        for a, b, sign in ((p["name_a"], p["name_b"], 1), (p["name_b"], p["name_a"], -1)):
+            if is_seed_of(a, variant) and is_seed_of(b, "alphazero"):
+                won, lost = (p["wins"], p["losses"])[::sign]
+                wins, draws, losses = wins + won, draws + p["draws"], losses + lost
+    games = wins + draws + losses
+    if games == 0:
+        return None
+    score = (wins + draws / 2) / games
+    low, high = wilson_interval(score, games)
+    return dict(games=games, score=score, low=low, high=high, elo=float(elo_from_score(score)),
+                elo_low=float(elo_from_score(low)), elo_high=float(elo_from_score(high)))
+
+
+def round_robin_verdict(arena: dict[str, Any], variant: str, rr: dict[str, Any]) -> str:
+    """One line for `round_robin_against_alphazero`'s figures, with the search budget the agents played at."""
+    budgets = sorted({spec.split(":")[1] for spec in arena["agents"].values() if ":" in spec})
+    verdict = ("stronger at 95%" if rr["low"] > 0.5 else "weaker at 95%" if rr["high"] < 0.5
+               else "no difference at 95%")
+    return (f"round robin ({HOUR_ROUND_ROBIN}, {'/'.join(budgets)} simulations a move): {variant} scores "
+            f"{rr['score']:.3f} [{rr['low']:.3f}, {rr['high']:.3f}] against alphazero over {rr['games']} games, "
+            f"Elo {rr['elo']:+.0f} [{rr['elo_low']:+.0f}, {rr['elo_high']:+.0f}]: {verdict}")
+
+
 def inert_at(sweep: dict[str, Any], variant: str) -> int | None:
     """The preset's simulation budget where `variant`'s search-contempt (its n_scl) cannot act there; else None."""
     from azjax.config import inert_contempt, preset
@@ -178,12 +209,13 @@ def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
                         setting=f"planned: Connect Four `hour`, {switches}, 2 seeds each ({HOUR_COMMAND})",
                         figure=None, figure_is=None, seeds=0, verdict="not measured", sources=[])
         d = load(HOUR_SWEEP)
+        arena = load(HOUR_ROUND_ROBIN) if (ROOT / HOUR_ROUND_ROBIN).exists() else None
         table = {v: row for v, row in d["table"].items() if v in ("alphazero", *variants)}
         # One seed has no interval: its mean alone.
         figure = {v: [r3(row["auc_mean"]), r3(row["auc_low"]), r3(row["auc_high"])] if row["seeds"] > 1
                   else r3(row["auc_mean"]) for v, row in table.items()}
         done = ", ".join(f"{r['variant']} seed {r['seed']}" for r in d["runs"] if r["variant"] in table)
-        verdicts = []
+        verdicts, sources = [], [HOUR_SWEEP]
         for v in variants:
             row = table.get(v)
             if row is not None and (budget := inert_at(d, v)) is not None:
@@ -201,6 +233,9 @@ def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
                 figure[f"{v} minus alphazero"] = [r3(row["auc_minus_alphazero"]), r3(row["diff_low"]),
                                                   r3(row["diff_high"])]
                 verdicts.append(f"{v}: {auc_verdict(row)}")
+                if rr := arena and round_robin_against_alphazero(arena, v):
+                    sources.append(HOUR_ROUND_ROBIN)
+                    verdicts.append(round_robin_verdict(arena, v, rr))
         return dict(paper=paper, claim=claim,
                     setting=f"Connect Four `hour` preset, {d['args']['num_steps']} loop steps a run, {switches}, at "
                             f"equal self-play positions; Pons' sets {', '.join(d['args']['sets'])}, area under the "
@@ -209,7 +244,7 @@ def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
                     # An inert variant's runs test nothing, so its seeds do not count against the others'.
                     seeds=min((row["seeds"] for v, row in table.items() if inert_at(d, v) is None), default=0),
                     verdict="; ".join(verdicts),
-                    sources=[HOUR_SWEEP])
+                    sources=list(dict.fromkeys(sources)))
     return read
 
 

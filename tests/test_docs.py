@@ -316,6 +316,26 @@ def test_the_hour_sweeps_verdicts_wait_for_two_paired_seeds_of_each_variant(tmp_
     assert contempt()["seeds"] == 2
 
 
+def test_the_hour_sweeps_round_robin_pools_every_game_between_a_variants_seeds_and_alphazeros() -> None:
+    fidelity = load_script("fidelity")
+
+    def pairing(a: str, b: str, wins: int, draws: int, losses: int) -> dict:
+        return dict(name_a=a, name_b=b, wins=wins, draws=draws, losses=losses)
+
+    arena = dict(agents={"alphazero_seed0": "m/a0:64", "contempt_5_seed0": "m/c0:64"}, pairings=[
+        pairing("alphazero_seed0", "alphazero_seed1", 50, 0, 0),  # neither side is the variant: left out
+        pairing("alphazero_seed0", "contempt_5_seed0", 10, 0, 30),  # the variant second: its side is b's
+        pairing("contempt_5_seed1", "alphazero_seed1", 30, 20, 10),
+        pairing("contempt_5_seed0", "contempt_5x_seed0", 40, 0, 0),  # another variant's name: left out
+    ])
+    rr = fidelity.round_robin_against_alphazero(arena, "contempt_5")
+    assert rr["games"] == 100 and rr["score"] == (30 + 30 + 10) / 100
+    assert 0.5 < rr["low"] < rr["score"] < rr["high"] and rr["elo_low"] > 0
+    assert fidelity.round_robin_verdict(arena, "contempt_5", rr).endswith(": stronger at 95%")
+    assert "64 simulations a move" in fidelity.round_robin_verdict(arena, "contempt_5", rr)
+    assert fidelity.round_robin_against_alphazero(arena, "tdleaf_0.7") is None
+
+
 def test_docs_methods_has_every_section_the_code_cites() -> None:
     cited = set()
     for folder in ("azjax", "scripts", "tests"):
