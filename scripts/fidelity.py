@@ -170,6 +170,20 @@ def round_robin_against_alphazero(arena: dict[str, Any], variant: str) -> dict[s
                 elo_low=float(elo_from_score(low)), elo_high=float(elo_from_score(high)))
 
 
+def equal_search_verdict(variant: str, same: dict[str, Any]) -> str:
+    """One line for `at_equal_search`'s figures."""
+    seeds = "; ".join(f"seed {p['seed']}: {100 * p['variant']:.2f}% against {100 * p['alphazero']:.2f}% at AlphaZero's "
+                      f"step {p['alphazero_step']:.0f}" for p in same["pairs"])
+    if same["low"] is None:
+        return (f"at equal search simulations ({variant} spends {same['ratio']:.3f} of AlphaZero's a move; final error "
+                f"rates) {seeds}: one seed, no interval")
+    verdict = ("fewer errors at 95%" if same["high"] < 0 else "more errors at 95%" if same["low"] > 0
+               else "no difference at 95%")
+    return (f"at equal search simulations ({variant} spends {same['ratio']:.3f} of AlphaZero's a move; final error "
+            f"rates) {seeds}; difference {100 * same['diff']:+.2f} [{100 * same['low']:+.2f}, "
+            f"{100 * same['high']:+.2f}] points: {verdict}")
+
+
 def round_robin_verdict(arena: dict[str, Any], variant: str, rr: dict[str, Any]) -> str:
     """One line for `round_robin_against_alphazero`'s figures, with the search budget the agents played at."""
     budgets = sorted({spec.split(":")[1] for spec in arena["agents"].values() if ":" in spec})
@@ -178,6 +192,47 @@ def round_robin_verdict(arena: dict[str, Any], variant: str, rr: dict[str, Any])
     return (f"round robin ({HOUR_ROUND_ROBIN}, {'/'.join(budgets)} simulations a move): {variant} scores "
             f"{rr['score']:.3f} [{rr['low']:.3f}, {rr['high']:.3f}] against alphazero over {rr['games']} games, "
             f"Elo {rr['elo']:+.0f} [{rr['elo_low']:+.0f}, {rr['elo_high']:+.0f}]: {verdict}")
+
+
+def simulations_per_move(sweep: dict[str, Any], variant: str) -> float:
+    """The search simulations a self-play move of `variant` spends on average: with playout caps a full search
+    with probability full_search_prob, else a fast one of fast_simulations."""
+    from azjax.config import preset
+
+    config = preset("connect_four", sweep["args"].get("preset", "quick"), **sweep.get("variant_switches", {}).get(
+        variant, {}))
+    p = config.full_search_prob
+    return p * config.num_simulations + (1 - p) * config.fast_simulations
+
+
+def at_equal_search(sweep: dict[str, Any], variant: str) -> dict[str, Any] | None:
+    """`variant`'s final error rate against AlphaZero's after the same number of search simulations, seed by seed:
+    AlphaZero's curve read (linearly between its evaluation points) at the step where it had spent what the
+    variant spent in its whole run. None where the variant searches as much as AlphaZero or no seed pairs up."""
+    ratio = simulations_per_move(sweep, variant) / simulations_per_move(sweep, "alphazero")
+    if ratio >= 1:
+        return None
+    curves = {(r["variant"], r["seed"]): r["curve"] for r in sweep["runs"]}
+    pairs = []
+    for (v, seed), curve in sorted(curves.items()):
+        reference = curves.get(("alphazero", seed))
+        if v != variant or reference is None:
+            continue
+        step = curve[-1]["step"] * ratio
+        points = [(p["step"], p["error_rate"]) for p in reference]
+        below = [(s, e) for s, e in points if s <= step]
+        above = [(s, e) for s, e in points if s >= step]
+        if not below or not above:
+            continue  # before AlphaZero's first evaluation: nothing to read
+        (s0, e0), (s1, e1) = below[-1], above[0]
+        alphazero = e0 if s1 == s0 else e0 + (e1 - e0) * (step - s0) / (s1 - s0)
+        pairs.append(dict(seed=seed, alphazero_step=step, alphazero=alphazero, variant=curve[-1]["error_rate"]))
+    if not pairs:
+        return None
+    from azjax.play.arena import t_interval
+
+    diff, low, high = t_interval([p["variant"] - p["alphazero"] for p in pairs])
+    return dict(ratio=ratio, pairs=pairs, diff=diff, low=low, high=high)
 
 
 def inert_at(sweep: dict[str, Any], variant: str) -> int | None:
@@ -233,6 +288,11 @@ def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
                 figure[f"{v} minus alphazero"] = [r3(row["auc_minus_alphazero"]), r3(row["diff_low"]),
                                                   r3(row["diff_high"])]
                 verdicts.append(f"{v}: {auc_verdict(row)}")
+            if row is not None and "alphazero" in table and inert_at(d, v) is None:
+                # Beside the area at equal positions: the final error at equal search, where the variant searches
+                # less a move (playout caps), and the final networks' round robin where one was played.
+                if same_search := at_equal_search(d, v):
+                    verdicts.append(equal_search_verdict(v, same_search))
                 if rr := arena and round_robin_against_alphazero(arena, v):
                     sources.append(HOUR_ROUND_ROBIN)
                     verdicts.append(round_robin_verdict(arena, v, rr))

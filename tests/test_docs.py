@@ -316,6 +316,31 @@ def test_the_hour_sweeps_verdicts_wait_for_two_paired_seeds_of_each_variant(tmp_
     assert contempt()["seeds"] == 2
 
 
+def test_playout_caps_are_also_compared_with_alphazero_after_the_same_number_of_search_simulations() -> None:
+    fidelity = load_script("fidelity")
+    summarise = load_script("variants_connect_four")
+
+    def run(variant: str, seed: int, errors: list[float]) -> dict:
+        return dict(variant=variant, seed=seed, curve=[dict(step=step, error_rate=e)
+                                                       for step, e in zip((350, 700, 1050, 1400), errors, strict=True)])
+
+    sweep = dict(args=dict(preset="hour"), variant_switches={v: summarise.VARIANTS[v] for v in
+                                                             ("alphazero", "playout_cap", "tdleaf_0.7")},
+                 runs=[run("alphazero", 0, [0.06, 0.04, 0.03, 0.02]), run("playout_cap", 0, [0.08, 0.06, 0.05, 0.03]),
+                       run("tdleaf_0.7", 0, [0.06, 0.04, 0.03, 0.02])])
+    # The `hour` preset searches 16 simulations a move; playout caps 0.25 x 16 + 0.75 x 4 = 7.
+    assert fidelity.simulations_per_move(sweep, "playout_cap") == 7.0
+    same = fidelity.at_equal_search(sweep, "playout_cap")
+    (pair,) = same["pairs"]
+    assert pair["alphazero_step"] == 1400 * 7 / 16  # 612.5: three quarters of the way from 350 to 700
+    assert pair["alphazero"] == pytest.approx(0.06 - 0.02 * 0.75) and pair["variant"] == 0.03
+    assert "one seed, no interval" in fidelity.equal_search_verdict("playout_cap", same)
+    assert fidelity.at_equal_search(sweep, "tdleaf_0.7") is None  # searches as much as AlphaZero
+    sweep["runs"] += [run("alphazero", 1, [0.07, 0.05, 0.03, 0.02]), run("playout_cap", 1, [0.08, 0.05, 0.045, 0.041])]
+    assert fidelity.equal_search_verdict("playout_cap", fidelity.at_equal_search(sweep, "playout_cap")).endswith(
+        "fewer errors at 95%")
+
+
 def test_the_hour_sweeps_round_robin_pools_every_game_between_a_variants_seeds_and_alphazeros() -> None:
     fidelity = load_script("fidelity")
 
