@@ -197,10 +197,7 @@ def round_robin_verdict(arena: dict[str, Any], variant: str, rr: dict[str, Any])
 def simulations_per_move(sweep: dict[str, Any], variant: str) -> float:
     """The search simulations a self-play move of `variant` spends on average: with playout caps a full search
     with probability full_search_prob, else a fast one of fast_simulations."""
-    from azjax.config import preset
-
-    config = preset("connect_four", sweep["args"].get("preset", "quick"), **sweep.get("variant_switches", {}).get(
-        variant, {}))
+    config = sweep_config(sweep, variant)
     p = config.full_search_prob
     return p * config.num_simulations + (1 - p) * config.fast_simulations
 
@@ -235,12 +232,19 @@ def at_equal_search(sweep: dict[str, Any], variant: str) -> dict[str, Any] | Non
     return dict(ratio=ratio, pairs=pairs, diff=diff, low=low, high=high)
 
 
+def sweep_config(sweep: dict[str, Any], variant: str) -> Any:
+    """The config (a `Config`) of `variant`'s runs in a variants sweep: its preset with the variant's switches."""
+    from azjax.config import preset
+
+    return preset("connect_four", sweep["args"].get("preset", "quick"), **sweep.get("variant_switches", {}).get(
+        variant, {}))
+
+
 def inert_at(sweep: dict[str, Any], variant: str) -> int | None:
     """The preset's simulation budget where `variant`'s search-contempt (its n_scl) cannot act there; else None."""
-    from azjax.config import inert_contempt, preset
+    from azjax.config import inert_contempt
 
-    config = preset("connect_four", sweep["args"].get("preset", "quick"), **sweep.get("variant_switches", {}).get(
-        variant, {}))
+    config = sweep_config(sweep, variant)
     return config.num_simulations if inert_contempt(config) is not None else None
 
 
@@ -271,9 +275,10 @@ def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
                   else r3(row["auc_mean"]) for v, row in table.items()}
         done = ", ".join(f"{r['variant']} seed {r['seed']}" for r in d["runs"] if r["variant"] in table)
         verdicts, sources = [], [HOUR_SWEEP]
+        inert = {v: inert_at(d, v) for v in table}
         for v in variants:
             row = table.get(v)
-            if row is not None and (budget := inert_at(d, v)) is not None:
+            if row is not None and (budget := inert[v]) is not None:
                 same = repeats_alphazero(d["runs"], v)
                 verdicts.append(f"{v}: inert here (n_scl {d['variant_switches'][v]['n_scl']} >= the preset's {budget} "
                                 f"simulations, so no node freezes); its seed{'s' * (len(same) != 1)} "
@@ -288,7 +293,7 @@ def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
                 figure[f"{v} minus alphazero"] = [r3(row["auc_minus_alphazero"]), r3(row["diff_low"]),
                                                   r3(row["diff_high"])]
                 verdicts.append(f"{v}: {auc_verdict(row)}")
-            if row is not None and "alphazero" in table and inert_at(d, v) is None:
+            if row is not None and "alphazero" in table and inert[v] is None:
                 # Beside the area at equal positions: the final error at equal search, where the variant searches
                 # less a move (playout caps), and the final networks' round robin where one was played.
                 if same_search := at_equal_search(d, v):
@@ -302,7 +307,7 @@ def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
                             f"error curve ({HOUR_COMMAND}); runs so far: {done}",
                     figure=figure, figure_is="area under the error curve [95% t-interval over seeds]",
                     # An inert variant's runs test nothing, so its seeds do not count against the others'.
-                    seeds=min((row["seeds"] for v, row in table.items() if inert_at(d, v) is None), default=0),
+                    seeds=min((row["seeds"] for v, row in table.items() if inert[v] is None), default=0),
                     verdict="; ".join(verdicts),
                     sources=list(dict.fromkeys(sources)))
     return read
