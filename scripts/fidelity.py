@@ -129,13 +129,23 @@ def contempt_decisiveness() -> dict[str, Any]:
                 sources=[c4_path, chess_path])
 
 
-def auc_verdict(row: dict[str, Any]) -> str:
-    """A variant against AlphaZero from its row of a variants sweep's table (the paired difference's interval)."""
+def auc_difference(row: dict[str, Any]) -> str:
+    """What a variant's row of a variants sweep's table says against AlphaZero (the paired difference's interval)."""
     if row["diff_high"] < 0:
-        return "reproduces (fewer errors than AlphaZero at 95%)"
+        return "fewer errors than AlphaZero at 95%"
     if row["diff_low"] > 0:
-        return "does not reproduce (more errors than AlphaZero at 95%)"
+        return "more errors than AlphaZero at 95%"
     return "no difference at 95%"
+
+
+def auc_verdict(row: dict[str, Any]) -> str:
+    """`auc_difference` as a verdict on a claim of faster learning at equal self-play positions."""
+    difference = auc_difference(row)
+    if difference.startswith("fewer"):
+        return f"reproduces ({difference})"
+    if difference.startswith("more"):
+        return f"does not reproduce ({difference})"
+    return difference
 
 
 HOUR_SWEEP = "results/variants_connect_four_hour.json"
@@ -171,16 +181,16 @@ def round_robin_against_alphazero(arena: dict[str, Any], variant: str) -> dict[s
 
 
 def equal_search_verdict(variant: str, same: dict[str, Any]) -> str:
-    """One line for `at_equal_search`'s figures."""
+    """One line for `at_equal_search`'s figures: the verdict on a claim per unit of compute."""
     seeds = "; ".join(f"seed {p['seed']}: {100 * p['variant']:.2f}% against {100 * p['alphazero']:.2f}% at AlphaZero's "
                       f"step {p['alphazero_step']:.0f}" for p in same["pairs"])
+    head = (f"{variant} at equal search simulations (the claim's measure: {variant} spends {same['ratio']:.3f} of "
+            f"AlphaZero's a move; final error rates)")
     if same["low"] is None:
-        return (f"at equal search simulations ({variant} spends {same['ratio']:.3f} of AlphaZero's a move; final error "
-                f"rates) {seeds}: one seed, no interval")
-    verdict = ("fewer errors at 95%" if same["high"] < 0 else "more errors at 95%" if same["low"] > 0
-               else "no difference at 95%")
-    return (f"at equal search simulations ({variant} spends {same['ratio']:.3f} of AlphaZero's a move; final error "
-            f"rates) {seeds}; difference {100 * same['diff']:+.2f} [{100 * same['low']:+.2f}, "
+        return f"{head} {seeds}: one seed, no interval"
+    verdict = ("reproduces (fewer errors at 95%)" if same["high"] < 0
+               else "does not reproduce (more errors at 95%)" if same["low"] > 0 else "no difference at 95%")
+    return (f"{head} {seeds}; difference {100 * same['diff']:+.2f} [{100 * same['low']:+.2f}, "
             f"{100 * same['high']:+.2f}] points: {verdict}")
 
 
@@ -278,6 +288,12 @@ def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
         inert = {v: inert_at(d, v) for v in table}
         for v in variants:
             row = table.get(v)
+            # A variant that searches less a move (playout caps) claims more per unit of compute: it is judged at
+            # equal search simulations first, and its area at equal positions is reported beside, not as a verdict.
+            tested = row is not None and "alphazero" in table and inert[v] is None
+            same_search = at_equal_search(d, v) if tested else None
+            if same_search is not None:
+                verdicts.append(equal_search_verdict(v, same_search))
             if row is not None and (budget := inert[v]) is not None:
                 same = repeats_alphazero(d["runs"], v)
                 verdicts.append(f"{v}: inert here (n_scl {d['variant_switches'][v]['n_scl']} >= the preset's {budget} "
@@ -292,12 +308,11 @@ def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
             else:
                 figure[f"{v} minus alphazero"] = [r3(row["auc_minus_alphazero"]), r3(row["diff_low"]),
                                                   r3(row["diff_high"])]
-                verdicts.append(f"{v}: {auc_verdict(row)}")
-            if row is not None and "alphazero" in table and inert[v] is None:
-                # Beside the area at equal positions: the final error at equal search, where the variant searches
-                # less a move (playout caps), and the final networks' round robin where one was played.
-                if same_search := at_equal_search(d, v):
-                    verdicts.append(equal_search_verdict(v, same_search))
+                verdicts.append(f"{v}: {auc_verdict(row)}" if same_search is None else
+                                f"{v} at equal self-play positions, with {same_search['ratio']:.3f} of AlphaZero's "
+                                f"search: {auc_difference(row)}")
+            if tested:
+                # The final networks' round robin, where one was played.
                 if rr := arena and round_robin_against_alphazero(arena, v):
                     sources.append(HOUR_ROUND_ROBIN)
                     verdicts.append(round_robin_verdict(arena, v, rr))

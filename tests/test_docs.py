@@ -338,7 +338,30 @@ def test_playout_caps_are_also_compared_with_alphazero_after_the_same_number_of_
     assert fidelity.at_equal_search(sweep, "tdleaf_0.7") is None  # searches as much as AlphaZero
     sweep["runs"] += [run("alphazero", 1, [0.07, 0.05, 0.03, 0.02]), run("playout_cap", 1, [0.08, 0.05, 0.045, 0.041])]
     assert fidelity.equal_search_verdict("playout_cap", fidelity.at_equal_search(sweep, "playout_cap")).endswith(
-        "fewer errors at 95%")
+        "reproduces (fewer errors at 95%)")
+
+
+def test_a_variant_that_searches_less_is_judged_at_equal_search_and_its_equal_positions_area_is_only_reported(
+        tmp_path, monkeypatch) -> None:
+    fidelity = fidelity_reading(tmp_path, monkeypatch)
+    summarise = load_script("variants_connect_four")
+
+    def run(variant: str, seed: int, errors: list[float]) -> dict:
+        return dict(variant=variant, seed=seed, curve=[dict(step=step, self_play_positions=step, sets={}, error_rate=e)
+                                                       for step, e in zip((350, 700, 1050, 1400), errors, strict=True)])
+
+    # More errors at equal positions, fewer than AlphaZero's at the step where it had searched as much.
+    runs = [run("alphazero", 0, [0.06, 0.04, 0.03, 0.02]), run("playout_cap", 0, [0.07, 0.05, 0.035, 0.03]),
+            run("alphazero", 1, [0.07, 0.05, 0.03, 0.02]), run("playout_cap", 1, [0.075, 0.055, 0.04, 0.039])]
+    table = summarise.summarise(runs, ["alphazero", "playout_cap"])
+    (tmp_path / fidelity.HOUR_SWEEP).write_text(json.dumps(dict(
+        args=dict(preset="hour", num_steps=1400, sets=["begin_hard"]), runs=runs, table=table,
+        variant_switches={v: summarise.VARIANTS[v] for v in table})))
+    verdict = fidelity.hour_variant_claim(("playout_cap",), "playout caps", "p", "c")()["verdict"]
+    first, second = verdict.split("; playout_cap at equal self-play positions")
+    assert first.startswith("playout_cap at equal search simulations (the claim's measure")
+    assert first.endswith("reproduces (fewer errors at 95%)")
+    assert second == ", with 0.438 of AlphaZero's search: more errors than AlphaZero at 95%"
 
 
 def test_the_hour_sweeps_round_robin_pools_every_game_between_a_variants_seeds_and_alphazeros() -> None:
