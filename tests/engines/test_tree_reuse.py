@@ -14,10 +14,11 @@ import mctx
 import numpy as np
 import pytest
 from conftest import random_params
+from production_xla import PRODUCTION_XLA
 from search_trees import assert_valid_tree
 
 from azjax.config import Config
-from azjax.engines.engine import Engine
+from azjax.engines.engine import Engine, clear_compiled_searches
 from azjax.engines.lc0 import SearchResult
 from azjax.engines.uci import UCIEngine
 from azjax.games import make_game
@@ -49,8 +50,20 @@ def _most_visited_path(tree: mctx.Tree, plies: int) -> tuple[list[int], int]:
     return actions, node
 
 
+@pytest.fixture
+def engines_compiled_as_users_run_them(monkeypatch):
+    """Engines whose searches compile with XLA's defaults (tests/production_xla.py), not the session's faster
+    options: under those, the reusing and the plain search round the root's network value differently in its last
+    bit. The engine's compiled searches are dropped before and after, so none crosses between the two options."""
+    clear_compiled_searches()
+    monkeypatch.setattr(Engine, "compile", lambda self, fn, *args: fn.lower(*args).compile(PRODUCTION_XLA))
+    yield
+    clear_compiled_searches()
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["puct", "gumbel"])
+@pytest.mark.usefixtures("engines_compiled_as_users_run_them")
 def test_with_nothing_to_keep_the_reusing_engine_searches_as_the_engine_without_reuse_bit_for_bit(params, kind):
     config = CONFIG.replace(search=kind)
     reusing, fresh = Engine(config, params), Engine(config, params, tree_reuse=False)

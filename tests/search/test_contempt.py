@@ -78,8 +78,7 @@ def _recording_loop(history: list):
     return loop
 
 
-@production_jit(static_argnames=("kind", "mode", "num_simulations", "max_depth"))
-def _search(key, n_scl, *, kind: str, mode: str, num_simulations: int = S, max_depth: int | None = None):
+def _search_fn(key, n_scl, *, kind: str, mode: str, num_simulations: int = S, max_depth: int | None = None):
     """mode 'mctx': (plain mctx policy, contempt policy with n_scl=0, off); mode 'record': contempt
     with the traced `n_scl`, and the trees before each simulation (leaves [S, B, ...])."""
     root = root_fn(GAME, _linear_evaluator, PARAMS, ROOT_STATES)
@@ -96,6 +95,13 @@ def _search(key, n_scl, *, kind: str, mode: str, num_simulations: int = S, max_d
     history: list = []
     out = contempt(*args, _recording_loop(history), n_scl=n_scl, **kw)
     return out, history[0]
+
+
+_STATIC = ("kind", "mode", "num_simulations", "max_depth")
+# Compiled as training compiles (the bit-for-bit test and the tests that share its programs) ...
+_search = production_jit(_search_fn, static_argnames=_STATIC)
+# ... and at the test session's faster options, for a program no bit-for-bit test builds.
+_search_test_xla = jax.jit(_search_fn, static_argnames=_STATIC)
 
 
 def _assert_same_search(a: mctx.PolicyOutput, b: mctx.PolicyOutput) -> None:
@@ -182,7 +188,7 @@ def test_freezing_invariants(kind):
 def test_freezing_with_max_depth_cutoff():
     """With max_depth some simulations create no node (the tree-scan fallback); the contract still holds."""
     max_depth = 3
-    out, history = _search(jax.random.PRNGKey(3), K, kind="puct", mode="record", max_depth=max_depth)
+    out, history = _search_test_xla(jax.random.PRNGKey(3), K, kind="puct", mode="record", max_depth=max_depth)
     parents = np.asarray(out.search_tree.parents)
     assert (parents[:, 1:] == mctx.Tree.NO_PARENT).any(), "expected simulations that hit max_depth"
     assert _true_depths(parents).max() <= max_depth
