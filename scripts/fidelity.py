@@ -129,23 +129,28 @@ def contempt_decisiveness() -> dict[str, Any]:
                 sources=[c4_path, chess_path])
 
 
+def error_difference(low: float, high: float, than: str = "") -> str:
+    """A 95% interval of (variant minus AlphaZero) errors in words: fewer or more errors`than`, or no difference."""
+    words = "fewer errors" if high < 0 else "more errors" if low > 0 else None
+    return f"{words}{than} at 95%" if words else "no difference at 95%"
+
+
+def error_verdict(low: float, high: float, than: str = "") -> str:
+    """`error_difference` as the verdict on a claim of fewer errors than AlphaZero's."""
+    difference = error_difference(low, high, than)
+    if low <= 0 <= high:
+        return difference
+    return f"{'reproduces' if high < 0 else 'does not reproduce'} ({difference})"
+
+
 def auc_difference(row: dict[str, Any]) -> str:
     """What a variant's row of a variants sweep's table says against AlphaZero (the paired difference's interval)."""
-    if row["diff_high"] < 0:
-        return "fewer errors than AlphaZero at 95%"
-    if row["diff_low"] > 0:
-        return "more errors than AlphaZero at 95%"
-    return "no difference at 95%"
+    return error_difference(row["diff_low"], row["diff_high"], " than AlphaZero")
 
 
 def auc_verdict(row: dict[str, Any]) -> str:
     """`auc_difference` as a verdict on a claim of faster learning at equal self-play positions."""
-    difference = auc_difference(row)
-    if difference.startswith("fewer"):
-        return f"reproduces ({difference})"
-    if difference.startswith("more"):
-        return f"does not reproduce ({difference})"
-    return difference
+    return error_verdict(row["diff_low"], row["diff_high"], " than AlphaZero")
 
 
 HOUR_SWEEP = "results/variants_connect_four_hour.json"
@@ -188,10 +193,8 @@ def equal_search_verdict(variant: str, same: dict[str, Any]) -> str:
             f"AlphaZero's a move; final error rates)")
     if same["low"] is None:
         return f"{head} {seeds}: one seed, no interval"
-    verdict = ("reproduces (fewer errors at 95%)" if same["high"] < 0
-               else "does not reproduce (more errors at 95%)" if same["low"] > 0 else "no difference at 95%")
     return (f"{head} {seeds}; difference {100 * same['diff']:+.2f} [{100 * same['low']:+.2f}, "
-            f"{100 * same['high']:+.2f}] points: {verdict}")
+            f"{100 * same['high']:+.2f}] points: {error_verdict(same['low'], same['high'])}")
 
 
 def round_robin_verdict(arena: dict[str, Any], variant: str, rr: dict[str, Any]) -> str:
