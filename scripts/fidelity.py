@@ -369,6 +369,18 @@ def other_setting(path: str, run: dict[str, Any], preset_config: Any) -> str:
     return f"other setting: {Path(path).stem} ({what})"
 
 
+def seeds_of_other_settings(others: dict[str, dict[str, Any]], preset_config: Any) -> dict[str, list[dict]]:
+    """Finished runs that differ from the preset in the same fields, by at least two seeds: a candidate change to
+    the preset, over seeds (e.g. `num_simulations 32` -> its runs)."""
+    groups: dict[str, dict[int, dict]] = {}
+    for run in others.values():
+        differences = sai_preset_differences(run, preset_config)
+        if differences and run.get("finished", True) and not differences.get("init_from"):
+            setting = ", ".join(f"{k} {v}" for k, v in sorted(differences.items()))
+            groups.setdefault(setting, {})[run["config"]["seed"]] = run
+    return {setting: list(by_seed.values()) for setting, by_seed in sorted(groups.items()) if len(by_seed) >= 2}
+
+
 def sai_plus_nine() -> dict[str, Any]:
     """SAI's +9 over seeds of the `sai` preset as committed. Every results/sai_7x7*.json of `scripts/sai_7x7.py`
     (a file with the estimate's `last_quarter`) whose config is the preset's, the seed aside, is a seed; the runs
@@ -393,9 +405,12 @@ def sai_plus_nine() -> dict[str, Any]:
                    else f"does not reproduce: {within} of {n} seeds within +-1")
     verdict += (f"; of {len(others)} runs at other settings, "
                 f"{sum(abs(o['last_quarter']['mean'] - perfect) <= 1 for o in others.values())} within +-1")
+    for setting, group in seeds_of_other_settings(others, preset_config).items():
+        verdict += (f"; seeds at {setting}: {sum(abs(o['last_quarter']['mean'] - perfect) <= 1 for o in group)} "
+                    f"of {len(group)} within +-1")
     counts = sorted({s["games"] for s in seeds.values()})
     games = f", {'-'.join(str(c) for c in counts[::max(len(counts) - 1, 1)])} games a seed" if seeds else ""
-    curves = sai_seed_komi_curves(seeds, preset_config.num_steps)
+    curves = sai_seed_komi_curves(seeds, preset_config)
     return dict(paper="SAI", claim="On 7x7 the empty-board estimate of Black's lead converges to the perfect-play +9 "
                 "(within +-1).",
                 setting=f"7x7 `sai` preset, {preset_config.num_steps} steps{games}; the last quarter of training",
@@ -404,11 +419,24 @@ def sai_plus_nine() -> dict[str, Any]:
                 sources=[*seeds, *others, *curves])
 
 
-def sai_seed_komi_curves(seeds: dict[str, dict[str, Any]], num_steps: int) -> dict[str, dict[str, Any]]:
-    """The seeds' self-play komi curves (`scripts/sai_komi_curve.py` on each seed's final model, named
-    results/sai_7x7_{num_steps}_seed{seed}_komi_curve.json), where they were measured."""
-    paths = [f"results/sai_7x7_{num_steps}_seed{s['config']['seed']}_komi_curve.json" for s in seeds.values()]
-    return {p: load(p) for p in paths if (ROOT / p).exists()}
+def sai_seed_komi_curves(seeds: dict[str, dict[str, Any]], preset_config: Any) -> dict[str, dict[str, Any]]:
+    """The seeds' self-play komi curves, where they were measured: each results/sai_7x7*komi_curve*.json of
+    `scripts/sai_komi_curve.py` whose model was trained with a seed's config and which played itself as in that
+    training (its simulations and sampling window). Matched by the model's config.json, not by file name: a
+    preset that changes its search keeps its length, and names built from the length would pair the new seeds
+    with the old seeds' curves."""
+    configs = {p: type(preset_config).from_dict(r["config"]) for p, r in seeds.items()}
+    curves = {}
+    for f in sorted((ROOT / "results").glob("sai_7x7*komi_curve*.json")):
+        d = json.loads(f.read_text())
+        model_config = ROOT / d.get("model", "") / "config.json"
+        if not model_config.is_file():
+            continue
+        trained = type(preset_config).from_json(model_config.read_text())
+        if any(trained == c and d.get("simulations") == c.num_simulations
+               and d.get("temperature_moves") == c.temperature_moves for c in configs.values()):
+            curves[str(f.relative_to(ROOT))] = d
+    return curves
 
 
 def komi_curve_diagnosis(curves: dict[str, dict[str, Any]]) -> str:

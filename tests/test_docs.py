@@ -257,21 +257,42 @@ def test_sais_verdict_counts_the_seeds_within_one_point_of_nine(tmp_path, monkey
     assert fidelity.sai_plus_nine()["verdict"].startswith("reproduces: 3 of 3 seeds within +-1")
     assert fidelity.sai_plus_nine()["diagnosis"] is None  # no seed's komi curve measured yet
 
-    # Each seed's self-play komi curve says whether its estimate follows its own agent.
-    def curve(seed: int, net: float, low: float, high: float) -> None:
-        d = {"model": f"results/models/seed{seed}", "games_per_komi": 128, "net": {"empty_board_black_lead": net},
+    # Each seed's self-play komi curve says whether its estimate follows its own agent. A curve belongs to the seed
+    # whose config trained its model and whose training search it played with, whatever its file is called.
+    def curve(name: str, seed: int, net: float, low: float, high: float, simulations: int | None = None,
+              **trained: object) -> None:
+        model = tmp_path / "results" / "models" / name
+        model.mkdir(parents=True)
+        (model / "config.json").write_text(json.dumps({**preset, "seed": seed, **trained}))
+        d = {"model": f"results/models/{name}", "games_per_komi": 128, "net": {"empty_board_black_lead": net},
+             "simulations": simulations or trained.get("num_simulations", preset["num_simulations"]),
+             "temperature_moves": preset["temperature_moves"],
              "selfplay_fit": {"black_lead": (low + high) / 2, "black_lead_low": low, "black_lead_high": high}}
-        name = f"sai_7x7_{preset['num_steps']}_seed{seed}_komi_curve.json"
-        (tmp_path / "results" / name).write_text(json.dumps(d))
+        (tmp_path / "results" / f"sai_7x7_{name}_komi_curve.json").write_text(json.dumps(d))
 
-    curve(0, 9.0, 8.0, 10.0)
-    curve(1, 7.0, 5.0, 8.5)
+    curve("seed0", 0, 9.0, 8.0, 10.0)
+    curve("seed1", 1, 7.0, 5.0, 8.5)
+    curve("seed1_searching_more", 1, 2.0, 0.0, 1.0, simulations=4 * preset["num_simulations"])
+    curve("seed2_at_32", 2, 2.0, 0.0, 1.0, num_simulations=32)
     claim = fidelity.sai_plus_nine()
     assert "inside its own self-play's interval in 2 of 2" in claim["diagnosis"] and "seed1: 6.75 [5.0, 8.5]" in (
         claim["diagnosis"])
-    assert f"results/sai_7x7_{preset['num_steps']}_seed1_komi_curve.json" in claim["sources"]
-    curve(2, 9.9, 6.0, 8.0)
+    assert "results/sai_7x7_seed1_komi_curve.json" in claim["sources"]
+    curve("seed2", 2, 9.9, 6.0, 8.0)
     assert "in 2 of 3: some estimates lag" in fidelity.sai_plus_nine()["diagnosis"]
+
+
+def test_sais_verdict_counts_seeds_of_a_setting_beside_the_presets(tmp_path, monkeypatch) -> None:
+    fidelity = fidelity_reading(tmp_path, monkeypatch)
+    preset = json.loads(fidelity.sai_preset_config().to_json())
+    for seed, mean in enumerate((9.5, 7.0, 8.8)):
+        run = {"last_quarter": {"mean": mean, "min": mean - 1, "max": mean + 1}, "perfect_play_black_lead": 9.0,
+               "steps": 3000, "games": 60000, "finished": True,
+               "config": {**preset, "seed": seed, "num_simulations": 32}}
+        (tmp_path / "results" / f"sai_7x7_sims32_seed{seed}.json").write_text(json.dumps(run))
+    verdict = fidelity.sai_plus_nine()["verdict"]
+    assert verdict.endswith("of 3 runs at other settings, 2 within +-1; seeds at num_simulations 32: 2 of 3 within "
+                            "+-1"), verdict
 
 
 def test_the_hour_sweeps_verdicts_wait_for_two_paired_seeds_of_each_variant(tmp_path, monkeypatch) -> None:
