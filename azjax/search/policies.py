@@ -28,7 +28,9 @@ __all__ = [
     "mask_invalid_actions",
     "masked_argmax",
     "muzero_policy",
+    "noisy_root_logits",
     "score_considered",
+    "visit_policy_output",
 ]
 
 
@@ -69,6 +71,26 @@ def apply_temperature(logits: jax.Array, temperature: chex.Numeric) -> jax.Array
     logits = logits - jnp.max(logits, keepdims=True, axis=-1)
     tiny = jnp.finfo(logits.dtype).tiny
     return logits / jnp.maximum(tiny, temperature)
+
+
+def noisy_root_logits(
+    rng_key: chex.PRNGKey, prior_logits: jax.Array, invalid_actions: jax.Array | None, *,
+    dirichlet_fraction: chex.Numeric, dirichlet_alpha: chex.Numeric,
+) -> jax.Array:
+    """mctx `muzero_policy`'s root prior: Dirichlet noise mixed into softmax(prior_logits) [B, A], back to logits,
+    invalid actions masked."""
+    probs = add_dirichlet_noise(rng_key, jax.nn.softmax(prior_logits), dirichlet_fraction=dirichlet_fraction,
+                                dirichlet_alpha=dirichlet_alpha)
+    return mask_invalid_actions(logits_from_probs(probs), invalid_actions)
+
+
+def visit_policy_output(rng_key: chex.PRNGKey, search_tree: mctx.Tree, temperature: chex.Numeric) -> mctx.PolicyOutput:
+    """mctx `muzero_policy`'s output: action_weights [B, A] = the root's visit distribution, action [B] sampled
+    from visits^(1/temperature)."""
+    action_weights = search_tree.summary().visit_probs
+    action_logits = apply_temperature(logits_from_probs(action_weights), temperature)
+    action = jax.random.categorical(rng_key, action_logits)
+    return mctx.PolicyOutput(action=action, action_weights=action_weights, search_tree=search_tree)
 
 
 def score_considered(
@@ -155,15 +177,9 @@ def muzero_policy(
     `search_tree`. `extension` changes the search (`SearchExtension`; None: mctx's).
     """
     rng_key, dirichlet_rng_key, search_rng_key = jax.random.split(rng_key, 3)
-    noisy_logits = logits_from_probs(
-        add_dirichlet_noise(
-            dirichlet_rng_key,
-            jax.nn.softmax(root.prior_logits),
-            dirichlet_fraction=dirichlet_fraction,
-            dirichlet_alpha=dirichlet_alpha,
-        )
-    )
-    root = root.replace(prior_logits=mask_invalid_actions(noisy_logits, invalid_actions))
+    root = root.replace(prior_logits=noisy_root_logits(dirichlet_rng_key, root.prior_logits, invalid_actions,
+                                                       dirichlet_fraction=dirichlet_fraction,
+                                                       dirichlet_alpha=dirichlet_alpha))
 
     normal_fn = functools.partial(
         mctx.muzero_action_selection, pb_c_base=pb_c_base, pb_c_init=pb_c_init, qtransform=qtransform
@@ -171,11 +187,7 @@ def muzero_policy(
     search_tree = _search(params, search_rng_key, root, recurrent_fn, functools.partial(normal_fn, depth=0),
                           normal_fn, num_simulations, invalid_actions, max_depth, loop_fn, extension)
 
-    summary = search_tree.summary()
-    action_weights = summary.visit_probs
-    action_logits = apply_temperature(logits_from_probs(action_weights), temperature)
-    action = jax.random.categorical(rng_key, action_logits)
-    return mctx.PolicyOutput(action=action, action_weights=action_weights, search_tree=search_tree)
+    return visit_policy_output(rng_key, search_tree, temperature)
 
 
 def gumbel_muzero_policy(

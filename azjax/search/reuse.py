@@ -55,12 +55,11 @@ from mctx._src import search as mctx_search
 
 from azjax.search.core import backward
 from azjax.search.policies import (
-    add_dirichlet_noise,
-    apply_temperature,
-    logits_from_probs,
     mask_invalid_actions,
     masked_argmax,
+    noisy_root_logits,
     score_considered,
+    visit_policy_output,
 )
 
 __all__ = ["continue_search", "empty_like_search", "reusable", "reused_gumbel_muzero_policy", "reused_muzero_policy",
@@ -244,11 +243,8 @@ def reused_muzero_policy(
     max_depth cut-off re-expanded a leaf of the kept tree).
     """
     rng_key, dirichlet_rng_key, search_rng_key = jax.random.split(rng_key, 3)
-
-    def noisy(logits: jax.Array) -> jax.Array:
-        probs = add_dirichlet_noise(dirichlet_rng_key, jax.nn.softmax(logits), dirichlet_fraction=dirichlet_fraction,
-                                     dirichlet_alpha=dirichlet_alpha)
-        return mask_invalid_actions(logits_from_probs(probs), invalid_actions)
+    noisy = functools.partial(noisy_root_logits, dirichlet_rng_key, invalid_actions=invalid_actions,
+                              dirichlet_fraction=dirichlet_fraction, dirichlet_alpha=dirichlet_alpha)
 
     fresh = mctx_search.instantiate_tree_from_root(root.replace(prior_logits=noisy(root.prior_logits)),
                                                    num_simulations, root_invalid_actions=invalid_actions,
@@ -270,10 +266,7 @@ def reused_muzero_policy(
                                   num_simulations=simulations, recurrent_fn=recurrent_fn,
                                   root_action_selection_fn=functools.partial(interior, depth=0),
                                   interior_action_selection_fn=interior, max_depth=num_simulations)
-    action_weights = search_tree.summary().visit_probs
-    action_logits = apply_temperature(logits_from_probs(action_weights), temperature)
-    action = jax.random.categorical(rng_key, action_logits)
-    return mctx.PolicyOutput(action=action, action_weights=action_weights, search_tree=search_tree)
+    return visit_policy_output(rng_key, search_tree, temperature)
 
 
 def _select_kept(kept: jax.Array, fresh: mctx.Tree, tree: mctx.Tree) -> mctx.Tree:
