@@ -16,7 +16,7 @@ import argparse
 import json
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -396,7 +396,11 @@ def sai_plus_nine() -> dict[str, Any]:
                                                          r3(s["last_quarter"]["max"])] for s in seeds.values()}
     figure |= {other_setting(p, o, preset_config): [r3(o["last_quarter"]["mean"]), r3(o["last_quarter"]["min"]),
                                                     r3(o["last_quarter"]["max"])] for p, o in others.items()}
-    within = sum(abs(s["last_quarter"]["mean"] - perfect) <= 1 for s in seeds.values())
+
+    def within_one(group: Iterable[dict[str, Any]]) -> int:
+        return sum(abs(run["last_quarter"]["mean"] - perfect) <= 1 for run in group)
+
+    within = within_one(seeds.values())
     n = len(seeds)
     if n < 3:
         verdict = f"{n} seed{'' if n == 1 else 's'} (the issue asks for 3): {within} within +-1"
@@ -404,10 +408,9 @@ def sai_plus_nine() -> dict[str, Any]:
         verdict = (f"reproduces: {within} of {n} seeds within +-1" if within >= 3
                    else f"does not reproduce: {within} of {n} seeds within +-1")
     verdict += (f"; of {len(others)} runs at other settings, "
-                f"{sum(abs(o['last_quarter']['mean'] - perfect) <= 1 for o in others.values())} within +-1")
+                f"{within_one(others.values())} within +-1")
     for setting, group in seeds_of_other_settings(others, preset_config).items():
-        verdict += (f"; seeds at {setting}: {sum(abs(o['last_quarter']['mean'] - perfect) <= 1 for o in group)} "
-                    f"of {len(group)} within +-1")
+        verdict += f"; seeds at {setting}: {within_one(group)} of {len(group)} within +-1"
     counts = sorted({s["games"] for s in seeds.values()})
     games = f", {'-'.join(str(c) for c in counts[::max(len(counts) - 1, 1)])} games a seed" if seeds else ""
     curves = sai_seed_komi_curves(seeds, preset_config)
