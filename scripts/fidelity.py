@@ -428,7 +428,7 @@ def sai_seed_komi_curves(seeds: dict[str, dict[str, Any]], preset_config: Any) -
     training (its simulations and sampling window). Matched by the model's config.json, not by file name: a
     preset that changes its search keeps its length, and names built from the length would pair the new seeds
     with the old seeds' curves."""
-    configs = {p: type(preset_config).from_dict(r["config"]) for p, r in seeds.items()}
+    configs = [type(preset_config).from_dict(r["config"]) for r in seeds.values()]
     curves = {}
     for f in sorted((ROOT / "results").glob("sai_7x7*komi_curve*.json")):
         d = json.loads(f.read_text())
@@ -437,7 +437,7 @@ def sai_seed_komi_curves(seeds: dict[str, dict[str, Any]], preset_config: Any) -
             continue
         trained = type(preset_config).from_json(model_config.read_text())
         if any(trained == c and d.get("simulations") == c.num_simulations
-               and d.get("temperature_moves") == c.temperature_moves for c in configs.values()):
+               and d.get("temperature_moves") == c.temperature_moves for c in configs):
             curves[str(f.relative_to(ROOT))] = d
     return curves
 
