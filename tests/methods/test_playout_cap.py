@@ -4,6 +4,7 @@ off value equal to plain mctx / the visit-count target, bit for bit (compiled as
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -46,11 +47,7 @@ def _forced_search(key, k):
 # Forced playouts at k = 0 (and at a k that never forces) are compiled as training compiles, for the bit-for-bit
 # test against `_plain`; at k = 2 no such test needs that, and the test session's faster options build it.
 _forced_as_trained = production_jit(_forced_search, static_argnames="k")
-_forced_k2 = jax.jit(_forced_search, static_argnames="k")
-
-
-def _forced(key, k):
-    return (_forced_k2 if k == 2.0 else _forced_as_trained)(key, k)
+_forced_fast = jax.jit(_forced_search, static_argnames="k")
 
 
 @production_jit
@@ -83,8 +80,8 @@ def test_off_equals_plain_mctx() -> None:
     checks that the forced path repeats mctx's noise, search and sampling exactly."""
     key = jax.random.key(0)
     plain = _plain(key)
-    _same(_forced(key, 0.0), plain)
-    _same(_forced(key, 1e-9), plain)
+    _same(_forced_as_trained(key, 0.0), plain)
+    _same(_forced_as_trained(key, 1e-9), plain)
     assert pc.pruned_policy_target(plain.search_tree, 0.0) is not None
     target = pc.pruned_policy_target(plain.search_tree, 0.0)
     assert np.asarray(target).tobytes() == np.asarray(plain.action_weights).tobytes()
@@ -94,7 +91,7 @@ def test_forced_playouts_reach_every_visited_child() -> None:
     """With k = 2 every visited root child ends with at least about n_forced visits (it is forced while below);
     the tree differs from plain mctx, and the search's invalid action stays unvisited."""
     key = jax.random.key(1)
-    out = _forced(key, 2.0)
+    out = _forced_fast(key, 2.0)
     visits = np.asarray(out.search_tree.children_visits[:, 0])
     prior = np.asarray(jax.nn.softmax(out.search_tree.children_prior_logits[:, 0]))
     total = visits.sum(-1, keepdims=True)
@@ -130,7 +127,7 @@ def test_pruned_target_on_real_trees() -> None:
     """After a forced search: c* keeps its visits; every other kept child has PUCT(pruned) <= PUCT(c*) within
     rounding (it was reduced to, not past, what it needed) or lost exactly n_forced; none keeps <= 1 visit;
     the target is normalised and puts no weight on invalid actions."""
-    out = _forced(jax.random.key(2), 2.0)
+    out = _forced_fast(jax.random.key(2), 2.0)
     tree = out.search_tree
     target = np.asarray(pc.pruned_policy_target(tree, 2.0))
     np.testing.assert_allclose(target.sum(-1), 1.0, rtol=1e-6)
@@ -155,9 +152,9 @@ def test_pruned_target_on_real_trees() -> None:
     assert (pruned < visits)[other].any(), "some forced visits should be removed"
 
 
-@pytest.mark.parametrize("k", [0.0, 2.0])
-def test_forced_root_selection_respects_invalid_actions(k: float) -> None:
-    out = _forced(jax.random.key(3), k)
+@pytest.mark.parametrize("search, k", [(_forced_as_trained, 0.0), (_forced_fast, 2.0)], ids=["off", "k2"])
+def test_forced_root_selection_respects_invalid_actions(search: Callable, k: float) -> None:
+    out = search(jax.random.key(3), k)
     assert int(out.search_tree.children_visits[0, 0, 4]) == 0
 
 
