@@ -381,6 +381,18 @@ def seeds_of_other_settings(others: dict[str, dict[str, Any]], preset_config: An
     return {setting: list(by_seed.values()) for setting, by_seed in sorted(groups.items()) if len(by_seed) >= 2}
 
 
+# The SAI paper's Table I: each representative 7x7 run's time to plateau (TTP), in millions of search nodes
+# (runs 9, 15, 20, 22, 23, 24).
+SAI_PAPER_MILLION_NODES_TO_PLATEAU = (1838, 1194, 463, 2545, 465, 528)
+
+
+def search_million_nodes(run: dict[str, Any]) -> float:
+    """The search nodes a run spent in self-play, in millions: positions played (steps x games in flight x moves a
+    step) x simulations a move, the unit of the SAI paper's time to plateau."""
+    c = run["config"]
+    return run["steps"] * c["num_envs"] * c["moves_per_step"] * c["num_simulations"] / 1e6
+
+
 def sai_plus_nine() -> dict[str, Any]:
     """SAI's +9 over seeds of the `sai` preset as committed. Every results/sai_7x7*.json of `scripts/sai_7x7.py`
     (a file with the estimate's `last_quarter`) whose config is the preset's, the seed aside, is a seed; the runs
@@ -413,6 +425,11 @@ def sai_plus_nine() -> dict[str, Any]:
         verdict += f"; seeds at {setting}: {within_one(group)} of {len(group)} within +-1"
     counts = sorted({s["games"] for s in seeds.values()})
     games = f", {'-'.join(str(c) for c in counts[::max(len(counts) - 1, 1)])} games a seed" if seeds else ""
+    if seeds:
+        nodes = sorted({round(search_million_nodes(s)) for s in seeds.values()})
+        paper = SAI_PAPER_MILLION_NODES_TO_PLATEAU
+        games += (f", {'-'.join(str(n) for n in nodes[::max(len(nodes) - 1, 1)])} million search nodes a seed (the "
+                  f"paper's runs reached their plateau after {min(paper)}-{max(paper)} million, its Table I)")
     curves = sai_seed_komi_curves(seeds, preset_config)
     return dict(paper="SAI", claim="On 7x7 the empty-board estimate of Black's lead converges to the perfect-play +9 "
                 "(within +-1).",
@@ -425,7 +442,7 @@ def sai_plus_nine() -> dict[str, Any]:
 def sai_seed_komi_curves(seeds: dict[str, dict[str, Any]], preset_config: Any) -> dict[str, dict[str, Any]]:
     """The seeds' self-play komi curves, where they were measured: each results/sai_7x7*komi_curve*.json of
     `scripts/sai_komi_curve.py` whose model was trained with a seed's config and which played itself as in that
-    training (its simulations and sampling window). Matched by the model's config.json, not by file name: a
+    training (its simulations, sampling window and root noise). Matched by the model's config.json, not by file name: a
     preset that changes its search keeps its length, and names built from the length would pair the new seeds
     with the old seeds' curves."""
     configs = [type(preset_config).from_dict(r["config"]) for r in seeds.values()]
@@ -437,7 +454,8 @@ def sai_seed_komi_curves(seeds: dict[str, dict[str, Any]], preset_config: Any) -
             continue
         trained = type(preset_config).from_json(model_config.read_text())
         if any(trained == c and d.get("simulations") == c.num_simulations
-               and d.get("temperature_moves") == c.temperature_moves for c in configs):
+               and d.get("temperature_moves") == c.temperature_moves
+               and d.get("gumbel_scale", c.gumbel_scale) == c.gumbel_scale for c in configs):
             curves[str(f.relative_to(ROOT))] = d
     return curves
 

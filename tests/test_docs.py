@@ -255,18 +255,23 @@ def test_sais_verdict_counts_the_seeds_within_one_point_of_nine(tmp_path, monkey
     assert list(claim["figure"])[:3] == ["sai preset, seed 0", "sai preset, seed 1", "sai preset, seed 2"]
     write("sai_7x7_seed2.json", 9.9, seed=2)
     assert fidelity.sai_plus_nine()["verdict"].startswith("reproduces: 3 of 3 seeds within +-1")
+    # Its setting says how much search a seed spent, in the unit of the paper's time to plateau.
+    nodes = round(1500 * preset["num_envs"] * preset["moves_per_step"] * preset["num_simulations"] / 1e6)
+    assert f", {nodes} million search nodes a seed (the paper's runs reached their plateau after 463-2545 million" \
+        in fidelity.sai_plus_nine()["setting"]
     assert fidelity.sai_plus_nine()["diagnosis"] is None  # no seed's komi curve measured yet
 
     # Each seed's self-play komi curve says whether its estimate follows its own agent. A curve belongs to the seed
     # whose config trained its model and whose training search it played with, whatever its file is called.
     def curve(name: str, seed: int, net: float, low: float, high: float, simulations: int | None = None,
-              **trained: object) -> None:
+              gumbel_scale: float | None = None, **trained: object) -> None:
         model = tmp_path / "results" / "models" / name
         model.mkdir(parents=True)
         (model / "config.json").write_text(json.dumps({**preset, "seed": seed, **trained}))
         d = {"model": f"results/models/{name}", "games_per_komi": 128, "net": {"empty_board_black_lead": net},
              "simulations": simulations or trained.get("num_simulations", preset["num_simulations"]),
              "temperature_moves": preset["temperature_moves"],
+             "gumbel_scale": preset["gumbel_scale"] if gumbel_scale is None else gumbel_scale,
              "selfplay_fit": {"black_lead": (low + high) / 2, "black_lead_low": low, "black_lead_high": high}}
         (tmp_path / "results" / f"sai_7x7_{name}_komi_curve.json").write_text(json.dumps(d))
 
@@ -274,6 +279,7 @@ def test_sais_verdict_counts_the_seeds_within_one_point_of_nine(tmp_path, monkey
     curve("seed1", 1, 7.0, 5.0, 8.5)
     curve("seed1_searching_more", 1, 2.0, 0.0, 1.0, simulations=4 * preset["num_simulations"])
     curve("seed2_at_32", 2, 2.0, 0.0, 1.0, num_simulations=32)
+    curve("seed1_without_noise", 1, 2.0, 0.0, 1.0, gumbel_scale=0.0)
     claim = fidelity.sai_plus_nine()
     assert "inside its own self-play's interval in 2 of 2" in claim["diagnosis"] and "seed1: 6.75 [5.0, 8.5]" in (
         claim["diagnosis"])
