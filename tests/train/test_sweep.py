@@ -222,8 +222,8 @@ TWO_DEVICES = textwrap.dedent("""
     sweep = Sweep([base, base.replace(seed=1)])
     assert sweep.run_devices() == (2, 1)
     m = run(sweep, sweep.init())
+    alone = Trainer(base, devices=jax.devices()[:1])  # one compile for both: the seed enters through init(seed)
     for k in (0, 1):
-        alone = Trainer(base.replace(seed=k), devices=jax.devices()[:1])
         compare({n: v[k] for n, v in m.items()}, run(alone, alone.init(k)))
     # One run: its games split over both devices, as a single run's are.
     sweep = Sweep([base])
