@@ -386,6 +386,12 @@ def seeds_of_other_settings(others: dict[str, dict[str, Any]], preset_config: An
 SAI_PAPER_MILLION_NODES_TO_PLATEAU = (1838, 1194, 463, 2545, 465, 528)
 
 
+def span(values: Iterable[int]) -> str:
+    """The values' range, 'low-high', or the one value when they are all equal."""
+    distinct = sorted(set(values))
+    return f"{distinct[0]}-{distinct[-1]}" if len(distinct) > 1 else f"{distinct[0]}"
+
+
 def search_million_nodes(run: dict[str, Any]) -> float:
     """The search nodes a run spent in self-play, in millions: positions played (steps x games in flight x moves a
     step) x simulations a move, the unit of the SAI paper's time to plateau."""
@@ -423,17 +429,14 @@ def sai_plus_nine() -> dict[str, Any]:
                 f"{within_one(others.values())} within +-1")
     for setting, group in seeds_of_other_settings(others, preset_config).items():
         verdict += f"; seeds at {setting}: {within_one(group)} of {len(group)} within +-1"
-    counts = sorted({s["games"] for s in seeds.values()})
-    games = f", {'-'.join(str(c) for c in counts[::max(len(counts) - 1, 1)])} games a seed" if seeds else ""
-    if seeds:
-        nodes = sorted({round(search_million_nodes(s)) for s in seeds.values()})
-        paper = SAI_PAPER_MILLION_NODES_TO_PLATEAU
-        games += (f", {'-'.join(str(n) for n in nodes[::max(len(nodes) - 1, 1)])} million search nodes a seed (the "
-                  f"paper's runs reached their plateau after {min(paper)}-{max(paper)} million, its Table I)")
+    size = (f", {span(s['games'] for s in seeds.values())} games a seed, "
+            f"{span(round(search_million_nodes(s)) for s in seeds.values())} million search nodes a seed (the paper's "
+            f"runs reached their plateau after {span(SAI_PAPER_MILLION_NODES_TO_PLATEAU)} million, its Table I)"
+            if seeds else "")
     curves = sai_seed_komi_curves(seeds, preset_config)
     return dict(paper="SAI", claim="On 7x7 the empty-board estimate of Black's lead converges to the perfect-play +9 "
                 "(within +-1).",
-                setting=f"7x7 `sai` preset, {preset_config.num_steps} steps{games}; the last quarter of training",
+                setting=f"7x7 `sai` preset, {preset_config.num_steps} steps{size}; the last quarter of training",
                 figure=figure, figure_is="the estimate's last-quarter mean [min, max] (points)", seeds=n,
                 verdict=verdict, diagnosis=komi_curve_diagnosis(curves) if curves else None,
                 sources=[*seeds, *others, *curves])
