@@ -661,3 +661,99 @@ def test_the_first_move_probe_reads_each_child_as_the_engines_read_out_does(c4_q
 def test_komi_curve_script_refuses_a_model_without_a_sai_head(c4_quick_untrained, tmp_path) -> None:
     with pytest.raises(SystemExit, match="not a SAI model"):
         load_script("sai_komi_curve").main([str(c4_quick_untrained), "--out", str(tmp_path / "x.json")])
+
+
+# ---------------------------------------------------------------- scripts/sai_replay_fit.py
+
+
+def _replay_with_known_empty_board_games(config: Config, tmp_path: Path) -> tuple[Path, dict]:
+    """A run directory whose one loop checkpoint holds a replay made by hand: 8 game slots, each slot's game 10 in
+    flight; the empty-board entries of its games 0-4 were won by Black below komi 3, those of games 5-9 below komi
+    8 (each result a draw from sigmoid(0.8 (lead - komi))), and every other entry is a position with a stone on
+    it, or an empty board whose game has not ended."""
+    from azjax.checkpoint import StateCheckpointer, save_config
+    from azjax.train.loop import Trainer
+
+    trainer = Trainer(config)
+    state = trainer.init(0)
+    n, b = config.replay_size, config.num_envs
+    rng = np.random.default_rng(1)
+    game = make_game("go_7x7")
+    empty = np.asarray(game.init(jax.random.key(0)).observation)
+    stone = empty.copy()
+    stone.flat[0] = not stone.flat[0]
+    is_empty = rng.uniform(size=n) < 0.9
+    has_target = rng.uniform(size=n) < 0.95
+    game_id = rng.integers(0, 10, n).astype(np.int32)
+    komi = rng.choice([-0.5, 1.5, 3.5, 5.5, 7.5, 9.5, 12.5], n).astype(np.float32)
+    lead = np.where(game_id >= 5, 8.0, 3.0)
+    value = np.where(rng.uniform(size=n) < 1 / (1 + np.exp(-0.8 * (lead - komi))), 1.0, -1.0).astype(np.float32)
+    obs = np.where(is_empty.reshape(-1, *[1] * empty.ndim), empty, stone)
+    replay = state.replay.replace(obs=jnp.asarray(obs), has_target=jnp.asarray(has_target),
+                                  game_id=jnp.asarray(game_id), value=jnp.asarray(value),
+                                  extras={"kbar": jnp.asarray(-komi)})
+    state = state.replace(replay=replay, actors=state.actors.replace(game_id=jnp.full((b,), 10, jnp.int32)))
+    run = tmp_path / "run"
+    save_config(run, config)
+    StateCheckpointer(run).save(4, state)
+    np.savez(tmp_path / "made.npz", entries=np.flatnonzero(is_empty & has_target), komi=komi, value=value,
+             game_id=game_id)
+    return run, jax.device_get(state.params)
+
+
+@pytest.mark.slow
+def test_replay_fit_finds_where_the_replays_empty_board_games_break_even(sai_tiny_overrides: dict, tmp_path) -> None:
+    config = preset("go_7x7", **{**sai_tiny_overrides, "replay_size": 2048})
+    run, params = _replay_with_known_empty_board_games(config, tmp_path)
+    made = np.load(tmp_path / "made.npz")
+    out = tmp_path / "fit.json"
+    env = {k: v for k, v in os.environ.items() if k != "AZJAX_CPU_DEVICES"}  # the script reads it off the checkpoint
+    env.update(PYTHONPATH=str(ROOT), AZJAX_CACHE_DIR=str(jax.config.jax_compilation_cache_dir))
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "sai_replay_fit.py"), str(run), "--resamples", "50",
+                           "--out", str(out)], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "break even at" in proc.stdout
+    data = json.loads(out.read_text())
+    # The device count that wrote the checkpoint, read off it, is part of the command that reruns this.
+    assert data["command"].startswith("AZJAX_CPU_DEVICES=1 python scripts/sai_replay_fit.py ") and data["step"] == 4
+    entries = made["entries"]
+    assert data["empty_board_entries"] == len(entries) == sum(r["entries"] for r in data["komis"])
+    for row in data["komis"]:  # Black's score at each komi, counted here from what was written
+        at = entries[made["komi"][entries] == row["komi"]]
+        assert row["entries"] == len(at) and row["black_score"] == pytest.approx(np.mean(made["value"][at] > 0))
+    # Ages 0-4 are games 5-9 (Black ahead by 8); the older games (Black ahead by 3) pull the whole replay's fit down.
+    assert data["games_since"] == {"min": 0, "median": pytest.approx(np.median(9 - made["game_id"][entries])),
+                                   "max": 9}
+    newer, whole = data["fit_newer_half"], data["fit_all"]
+    assert abs(newer["black_lead"] - 8.0) < 0.5
+    assert newer["black_lead_low"] < newer["black_lead"] < newer["black_lead_high"] < newer["black_lead_low"] + 1.5
+    assert 3.5 < whole["black_lead"] < newer["black_lead_low"]
+    assert newer["beta"] == pytest.approx(0.8, rel=0.3)
+    # The untrained net's read-out, beside the data, for each komi in the table.
+    from azjax.build import board_game, sai_readout
+
+    game = board_game(config)
+    r = sai_readout(config, game, params, game.init(jax.random.key(0)))
+    assert data["net"]["trained"]["black_lead"] == pytest.approx(r.black_lead, abs=1e-4)
+    assert data["komis"][0]["net_trained_black_winrate"] == pytest.approx(r.black_winrate(data["komis"][0]["komi"]))
+
+
+def test_replay_fit_counts_games_since_each_entry_per_slot_across_the_devices_rings() -> None:
+    fit = load_script("sai_replay_fit")
+    # Two devices, each a ring of 8 entries over 2 slots: global entries 0-7 are device 0's (slots 0, 1), 8-15
+    # device 1's (slots 2, 3).
+    entry_game_id = np.array([4, 5, 3, 5, 0, 0, 0, 0, 7, 1, 6, 1, 0, 0, 0, 0])
+    slot_game_id = np.array([6, 6, 8, 2])
+    since = fit.games_since(np.array([0, 1, 2, 3, 8, 9, 10, 11]), entry_game_id, slot_game_id, 8, 2)
+    assert since.tolist() == [1, 0, 2, 0, 0, 0, 1, 0]
+
+
+def test_replay_fit_takes_only_empty_boards_with_their_results() -> None:
+    fit = load_script("sai_replay_fit")
+    empty = np.zeros((2, 3), bool)
+    obs = np.zeros((5, 2, 3), bool)
+    obs[1, 0, 0] = obs[4, 1, 2] = True
+    has_target = np.array([True, True, False, True, True])
+    assert fit.empty_board_entries(obs, has_target, empty).tolist() == [0, 3]
+    assert fit.komi_table(np.array([7.5, 9.5, 7.5]), np.array([True, False, False])) == [
+        dict(komi=7.5, entries=2, black_score=0.5), dict(komi=9.5, entries=1, black_score=0.0)]
