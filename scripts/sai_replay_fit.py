@@ -41,6 +41,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--resamples", type=int, default=300, help="bootstrap resamples of each fit's interval")
     p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed")
     p.add_argument("--out", default="results/sai_7x7_replay_fit.json")
+    p.add_argument("--trained_model_dir", default=None,
+                   help="also write the checkpoint's trained weights (the ones self-play searched with, not the "
+                        "average the run gives out) as a model here, for scripts/sai_komi_curve.py")
     return p.parse_args(argv)
 
 
@@ -119,6 +122,9 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     for row in table:
         row.update({f"net_{name}_black_winrate": r.black_winrate(row["komi"]) for name, r in nets.items()})
     rng = np.random.default_rng(args.seed)
+    trained_model = None
+    if args.trained_model_dir:
+        trained_model = str(ckpt.export_model(run_dir, args.trained_model_dir, jax.device_get(state.params)))
     return dict(
         run_dir=str(run_dir), step=int(step), replay_entries=int(np.asarray(replay.has_target).sum()),
         empty_board_entries=int(entries.size),
@@ -126,7 +132,7 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
         fit_all=fit(table, rng, args.resamples),
         fit_newer_half=fit(komi_table(komi[newer], black_won[newer]), rng, args.resamples),
         net={name: dict(black_lead=r.black_lead, beta=r.beta) for name, r in nets.items()},
-        komis=table, config=config.to_dict(), command=command,
+        komis=table, trained_model_dir=trained_model, config=config.to_dict(), command=command,
     )
 
 

@@ -666,11 +666,12 @@ def test_komi_curve_script_refuses_a_model_without_a_sai_head(c4_quick_untrained
 # ---------------------------------------------------------------- scripts/sai_replay_fit.py
 
 
-def _replay_with_known_empty_board_games(config: Config, tmp_path: Path) -> tuple[Path, dict]:
-    """A run directory whose one loop checkpoint holds a replay made by hand: 8 game slots, each slot's game 10 in
-    flight; the empty-board entries of its games 0-4 were won by Black below komi 3, those of games 5-9 below komi
-    8 (each result a draw from sigmoid(0.8 (lead - komi))), and every other entry is a position with a stone on
-    it, or an empty board whose game has not ended."""
+def _replay_with_known_empty_board_games(config: Config, tmp_path: Path) -> tuple[Path, dict, dict]:
+    """A run directory whose one loop checkpoint holds a replay made by hand (and the trained weights, with an
+    average 0.05 off them): 8 game slots, each slot's game 10 in flight; the empty-board entries of its games 0-4
+    were won by Black below komi 3, those of games 5-9 below komi 8 (each result a draw from
+    sigmoid(0.8 (lead - komi))), and every other entry is a position with a stone on it, or an empty board whose
+    game has not ended."""
     from azjax.checkpoint import StateCheckpointer, save_config
     from azjax.train.loop import Trainer
 
@@ -692,25 +693,29 @@ def _replay_with_known_empty_board_games(config: Config, tmp_path: Path) -> tupl
     replay = state.replay.replace(obs=jnp.asarray(obs), has_target=jnp.asarray(has_target),
                                   game_id=jnp.asarray(game_id), value=jnp.asarray(value),
                                   extras={"kbar": jnp.asarray(-komi)})
-    state = state.replace(replay=replay, actors=state.actors.replace(game_id=jnp.full((b,), 10, jnp.int32)))
+    # The run averages its weights: the average (what the run gives out) differs from the trained weights.
+    average = jax.tree.map(lambda x: x + 0.05, state.params)
+    state = state.replace(replay=replay, actors=state.actors.replace(game_id=jnp.full((b,), 10, jnp.int32)),
+                          params_average=average)
     run = tmp_path / "run"
     save_config(run, config)
     StateCheckpointer(run).save(4, state)
     np.savez(tmp_path / "made.npz", entries=np.flatnonzero(is_empty & has_target), komi=komi, value=value,
              game_id=game_id)
-    return run, jax.device_get(state.params)
+    return run, jax.device_get(state.params), jax.device_get(average)
 
 
 @pytest.mark.slow
 def test_replay_fit_finds_where_the_replays_empty_board_games_break_even(sai_tiny_overrides: dict, tmp_path) -> None:
-    config = preset("go_7x7", **{**sai_tiny_overrides, "replay_size": 2048})
-    run, params = _replay_with_known_empty_board_games(config, tmp_path)
+    config = preset("go_7x7", **{**sai_tiny_overrides, "replay_size": 2048, "swa_decay": 0.9})
+    run, params, average = _replay_with_known_empty_board_games(config, tmp_path)
     made = np.load(tmp_path / "made.npz")
     out = tmp_path / "fit.json"
     env = {k: v for k, v in os.environ.items() if k != "AZJAX_CPU_DEVICES"}  # the script reads it off the checkpoint
     env.update(PYTHONPATH=str(ROOT), AZJAX_CACHE_DIR=str(jax.config.jax_compilation_cache_dir))
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "sai_replay_fit.py"), str(run), "--resamples", "50",
-                           "--out", str(out)], capture_output=True, text=True, timeout=600, env=env)
+                           "--out", str(out), "--trained_model_dir", str(tmp_path / "trained")],
+                          capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "break even at" in proc.stdout
     data = json.loads(out.read_text())
@@ -729,13 +734,20 @@ def test_replay_fit_finds_where_the_replays_empty_board_games_break_even(sai_tin
     assert newer["black_lead_low"] < newer["black_lead"] < newer["black_lead_high"] < newer["black_lead_low"] + 1.5
     assert 3.5 < whole["black_lead"] < newer["black_lead_low"]
     assert newer["beta"] == pytest.approx(0.8, rel=0.3)
-    # The untrained net's read-out, beside the data, for each komi in the table.
+    # The nets' read-outs (trained and averaged weights), beside the data, for each komi in the table.
     from azjax.build import board_game, sai_readout
 
     game = board_game(config)
-    r = sai_readout(config, game, params, game.init(jax.random.key(0)))
-    assert data["net"]["trained"]["black_lead"] == pytest.approx(r.black_lead, abs=1e-4)
-    assert data["komis"][0]["net_trained_black_winrate"] == pytest.approx(r.black_winrate(data["komis"][0]["komi"]))
+    for name, weights in (("trained", params), ("averaged", average)):
+        r = sai_readout(config, game, weights, game.init(jax.random.key(0)))
+        assert data["net"][name]["black_lead"] == pytest.approx(r.black_lead, abs=1e-4)
+        assert data["komis"][0][f"net_{name}_black_winrate"] == pytest.approx(r.black_winrate(data["komis"][0]["komi"]))
+    assert data["net"]["trained"]["black_lead"] != pytest.approx(data["net"]["averaged"]["black_lead"], abs=1e-3)
+    # The trained weights (not the average), written as a model that the komi curve can play.
+    from azjax.build import load_model
+
+    _, written = load_model(data["trained_model_dir"])
+    assert all(np.array_equal(a, b) for a, b in zip(jax.tree.leaves(written), jax.tree.leaves(params), strict=True))
 
 
 def test_replay_fit_counts_games_since_each_entry_per_slot_across_the_devices_rings() -> None:
