@@ -60,6 +60,8 @@ MEASURES: dict[str, str] = {
     "chess_endings.py": "how an arena's chess games ended, and the material lead at the end",
     "tree_reuse_match.py": "an engine with tree reuse against the same engine without, at an equal time per move",
     "sai_komi_curve.py": "a SAI model's self-play score against komi, with a fitted sigmoid beside the network's",
+    "sai_replay_fit.py": "where a SAI run's replayed empty-board games break even against komi, beside its network's "
+                         "estimate",
     "variants_connect_four.py": "method variants trained alike and graded on Pons' sets (area under the error curve)",
     "vs_mcts_solver.py": "games against OpenSpiel's MCTS-Solver",
 }
