@@ -769,3 +769,15 @@ def test_replay_fit_takes_only_empty_boards_with_their_results() -> None:
     assert fit.empty_board_entries(obs, has_target, empty).tolist() == [0, 3]
     assert fit.komi_table(np.array([7.5, 9.5, 7.5]), np.array([True, False, False])) == [
         dict(komi=7.5, entries=2, black_score=0.5), dict(komi=9.5, entries=1, black_score=0.0)]
+
+
+def test_replay_fit_refuses_a_run_that_is_not_sai_in_one_line(tmp_path, monkeypatch) -> None:
+    from azjax.checkpoint import save_config
+
+    monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", ""))  # start_devices may add to it: undone after
+    save_config(tmp_path / "run", Config(game="connect_four"))
+    with pytest.raises(SystemExit, match="is not a SAI run"):
+        load_script("sai_replay_fit").main([str(tmp_path / "run"), "--out", str(tmp_path / "x.json")])
+    with pytest.raises(SystemExit, match="neither a run directory nor an exported model"):
+        load_script("sai_replay_fit").main([str(tmp_path / "nothing"), "--out", str(tmp_path / "x.json")])
+    assert not (tmp_path / "x.json").exists() and not (tmp_path / "nothing").exists()
