@@ -33,6 +33,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import sai_komi_curve  # noqa: E402  (the komi curve's maximum-likelihood fit, from beside this script)
+
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -73,7 +75,6 @@ def komi_table(komi: np.ndarray, black_won: np.ndarray) -> list[dict[str, Any]]:
 def fit(rows: list[dict[str, Any]], rng: np.random.Generator, resamples: int) -> dict[str, Any]:
     """The maximum-likelihood sigmoid of Black's score against komi over `rows` (`komi_table`), with the 95%
     bootstrap interval of its break-even komi; None values where fewer than two komis have entries."""
-    curve = __import__("sai_komi_curve")
     rows = [r for r in rows if r["entries"] > 0]
     entries = int(sum(r["entries"] for r in rows))
     if len(rows) < 2:
@@ -81,8 +82,8 @@ def fit(rows: list[dict[str, Any]], rng: np.random.Generator, resamples: int) ->
     komis = np.array([r["komi"] for r in rows])
     scores = np.array([r["black_score"] for r in rows])
     games = np.array([float(r["entries"]) for r in rows])
-    alpha, beta = curve.fit_sigmoid(komis, scores, games)
-    low, high = curve.bootstrap_alpha(komis, scores, games, rng, resamples)
+    alpha, beta = sai_komi_curve.fit_sigmoid(komis, scores, games)
+    low, high = sai_komi_curve.bootstrap_alpha(komis, scores, games, rng, resamples)
     return dict(entries=entries, black_lead=alpha, beta=beta, black_lead_low=low, black_lead_high=high)
 
 
