@@ -140,6 +140,8 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if "AZJAX_CPU_DEVICES" not in os.environ:  # restore on the device count that wrote the checkpoint
+        # azjax.checkpoint's CHECKPOINTS_DIR and MANIFEST_FILE, spelled out: importing it would start JAX's backend
+        # before the CPU is split (the end-to-end test reads the count off a checkpoint this way).
         manifests = sorted(Path(args.run_dir, "checkpoints").glob("*/azjax_manifest.json"))
         if manifests:
             os.environ["AZJAX_CPU_DEVICES"] = str(json.loads(manifests[-1].read_text()).get("devices", 1))
