@@ -434,12 +434,14 @@ def sai_plus_nine() -> dict[str, Any]:
             f"runs reached their plateau after {span(SAI_PAPER_MILLION_NODES_TO_PLATEAU)} million, its Table I)"
             if seeds else "")
     curves = sai_seed_komi_curves(seeds, preset_config)
+    fits = sai_replay_fits()
+    diagnosis = "; ".join(d for d in (komi_curve_diagnosis(curves) if curves else "",
+                                      replay_fit_diagnosis(fits) if fits else "") if d)
     return dict(paper="SAI", claim="On 7x7 the empty-board estimate of Black's lead converges to the perfect-play +9 "
                 "(within +-1).",
                 setting=f"7x7 `sai` preset, {preset_config.num_steps} steps{size}; the last quarter of training",
                 figure=figure, figure_is="the estimate's last-quarter mean [min, max] (points)", seeds=n,
-                verdict=verdict, diagnosis=komi_curve_diagnosis(curves) if curves else None,
-                sources=[*seeds, *others, *curves])
+                verdict=verdict, diagnosis=diagnosis or None, sources=[*seeds, *others, *curves, *fits])
 
 
 def sai_seed_komi_curves(seeds: dict[str, dict[str, Any]], preset_config: Any) -> dict[str, dict[str, Any]]:
@@ -478,6 +480,35 @@ def komi_curve_diagnosis(curves: dict[str, dict[str, Any]]) -> str:
             + f". The network's estimate lies inside its own self-play's interval in {inside} of {len(curves)}: "
             + ("each estimate follows its own agent's self-play, so what sets the level is where that agent breaks even"
                if inside == len(curves) else "some estimates lag their own agents"))
+
+
+def sai_replay_fits() -> dict[str, dict[str, Any]]:
+    """Every fit of `scripts/sai_replay_fit.py`: results/sai_7x7*_replay_fit.json (a run's end) and
+    results/sai_7x7*_replay_fits/step_N.json (its checkpoints on the way), one a run and step, by file name."""
+    results = ROOT / "results"
+    files = [*results.glob("sai_7x7*_replay_fit.json"), *results.glob("sai_7x7*_replay_fits/*.json")]
+    fits: dict[str, dict[str, Any]] = {}
+    seen: set[tuple[str, int]] = set()
+    for f in sorted(files):
+        d = json.loads(f.read_text())
+        if (d["run_dir"], d["step"]) not in seen:
+            seen.add((d["run_dir"], d["step"]))
+            fits[str(f.relative_to(ROOT))] = d
+    return fits
+
+
+def replay_fit_diagnosis(fits: dict[str, dict[str, Any]]) -> str:
+    """How far the averaged weights' estimate sits from where the replay's empty-board games break even, the data it
+    is trained on, over every checkpoint fitted: a faithful estimate stays near its data, lagging while the data
+    moves."""
+    gaps = [d["net"]["averaged"]["black_lead"] - d["fit_all"]["black_lead"] for d in fits.values()]
+    inside = sum(d["fit_all"]["black_lead_low"] <= d["net"]["averaged"]["black_lead"] <= d["fit_all"]["black_lead_high"]
+                 for d in fits.values())
+    runs = sorted({Path(d["run_dir"]).name for d in fits.values()})
+    return (f"where the replay's empty-board games break even (scripts/sai_replay_fit.py, {len(fits)} checkpoints of "
+            f"{len(runs)} run{'' if len(runs) == 1 else 's'}: {', '.join(runs)}): the averaged estimate lies within "
+            f"{max(map(abs, gaps)):.2f} points of it at every checkpoint, inside its 95% interval at {inside} and "
+            f"below it at {sum(g < 0 for g in gaps)} (the average trails the games while they move)")
 
 
 def variant_claim(key: str, paper: str, claim: str) -> Callable[[], dict[str, Any]]:

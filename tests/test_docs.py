@@ -301,6 +301,27 @@ def test_sais_verdict_counts_seeds_of_a_setting_beside_the_presets(tmp_path, mon
                             "+-1"), verdict
 
 
+def test_sais_diagnosis_says_how_far_the_estimate_sits_from_its_replays_games(tmp_path, monkeypatch) -> None:
+    fidelity = fidelity_reading(tmp_path, monkeypatch)
+    preset = json.loads(fidelity.sai_preset_config().to_json())
+    run = {"last_quarter": {"mean": 9.0, "min": 8.0, "max": 10.0}, "perfect_play_black_lead": 9.0, "steps": 3000,
+           "games": 60000, "finished": True, "config": {**preset, "seed": 0, "lr_end_fraction": 1.0}}
+    (tmp_path / "results" / "sai_7x7_lrconst_seed0.json").write_text(json.dumps(run))
+
+    def fit(path: str, step: int, averaged: float, replay: float) -> None:
+        d = {"run_dir": "runs/sai_7x7_lrconst_seed0", "step": step, "net": {"averaged": {"black_lead": averaged}},
+             "fit_all": {"black_lead": replay, "black_lead_low": replay - 0.5, "black_lead_high": replay + 0.5}}
+        (tmp_path / "results" / path).parent.mkdir(exist_ok=True)
+        (tmp_path / "results" / path).write_text(json.dumps(d))
+
+    fit("sai_7x7_lrconst_seed0_replay_fits/step_1000.json", 1000, 4.0, 6.5)   # trailing its games by 2.5
+    fit("sai_7x7_lrconst_seed0_replay_fits/step_3000.json", 3000, 9.2, 9.0)
+    fit("sai_7x7_lrconst_seed0_replay_fit.json", 3000, 9.2, 9.0)               # the run's end, fitted twice
+    claim = fidelity.sai_plus_nine()
+    assert ("2 checkpoints of 1 run: sai_7x7_lrconst_seed0): the averaged estimate lies within 2.50 points of it at "
+            "every checkpoint, inside its 95% interval at 1 and below it at 1") in claim["diagnosis"]
+    assert "results/sai_7x7_lrconst_seed0_replay_fit.json" in claim["sources"]
+
 def test_the_hour_sweeps_verdicts_wait_for_two_paired_seeds_of_each_variant(tmp_path, monkeypatch) -> None:
     fidelity = fidelity_reading(tmp_path, monkeypatch)
     contempt = fidelity.hour_variant_claim(("contempt_5", "contempt_28"), "n_scl off / 5 / 28", "p", "c")
