@@ -1,14 +1,15 @@
-"""Train 7x7 SAI (sigmoid-komi values, docs/methods.md section 2) on the CPU and follow the empty-board score estimate.
+"""Train 7x7 SAI (sigmoid-komi values, docs/methods.md section 2) and follow the empty-board score estimate.
 
     python scripts/sai_7x7.py [--minutes 120] [--steps N] [--run_dir runs/sai_7x7] [--out results/sai_7x7.json]
                               [--plot results/sai_7x7.png] [--model_dir results/models/go_7x7_sai] [--resume]
-                              [any config field, e.g. --num_envs 64 --sensible_lambda 0]
+                              [--preset sai|sai_full] [any config field, e.g. --num_envs 64 --sensible_lambda 0]
 
-Trains with the go_7x7 `sai` preset (value_head="sai"; every config field can be overridden as in
-`azjax train`) until `--steps` loop steps are done or `--minutes` of wall time have passed (a stopped run
-continues with `--resume`). The loop logs, before each step's SGD, the net's sigmoid for the empty
-board with Black to move: alpha0, Black's expected lead on the board (perfect play on 7x7: Black +9); with
-`--swa_decay` > 0 it is the averaged weights' read-out, and the exported model holds the averaged weights.
+Trains with the go_7x7 `sai` preset (value_head="sai"; sized for 2 CPU cores; `--preset sai_full` is the paper's
+network size for one GPU; every config field can be overridden as in `azjax train`) until `--steps` loop steps
+are done or `--minutes` of wall time have passed (a stopped run continues with `--resume`). The loop logs, before
+each step's SGD, the net's sigmoid for the empty board with Black to move: alpha0, Black's expected lead on the
+board (perfect play on 7x7: Black +9); with `--swa_decay` > 0 it is the averaged weights' read-out, and the
+exported model holds the averaged weights.
 
 Writes:
   --out        JSON: `empty_board_black_lead` ([seconds, estimate] per loop step), `empty_board_beta` and
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 PERFECT_PLAY_BLACK_LEAD = 9.0  # 7x7 Go: Black wins by 9 on the board with perfect play
+SAI_PRESETS = ("sai", "sai_full")  # the go_7x7 presets with SAI's value head
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -46,12 +48,33 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--plot", default="results/sai_7x7.png")
     p.add_argument("--model_dir", default="results/models/go_7x7_sai")
     p.add_argument("--resume", action="store_true", help="continue the run in --run_dir")
+    p.add_argument("--preset", default="sai", choices=SAI_PRESETS,
+                   help="the go_7x7 preset to start from: sai (2 CPU cores, about an hour) or sai_full (one GPU)")
     p.add_argument("--training_command", default=None,
                    help="with --report_only: the command that trained the run in --run_dir, recorded in --out")
     p.add_argument("--report_only", action="store_true",
                    help="train nothing: write --out, --plot and --model_dir from the run in --run_dir as it stands")
     config_flags(p)
     return p.parse_args(argv)
+
+
+def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The config fields the command line sets (`--steps` as num_steps); value_head must stay SAI's."""
+    from azjax.cli.args import overrides
+
+    fields = overrides(args)
+    if fields.get("value_head", "sai") != "sai":
+        raise SystemExit("sai_7x7.py trains SAI networks: value_head must stay 'sai'")
+    if args.steps is not None:
+        fields["num_steps"] = args.steps
+    return fields
+
+
+def fresh_config(args: argparse.Namespace) -> Any:
+    """The config of a new run: the chosen go_7x7 SAI preset with the command line's fields."""
+    from azjax.config import preset
+
+    return preset("go_7x7", args.preset, **config_overrides(args))
 
 
 def empty_board_estimate(config: Any, params: Any) -> Any:
@@ -115,17 +138,11 @@ def main(argv: list[str] | None = None) -> int:
     from azjax import checkpoint as ckpt
     from azjax.build import load_model as load_checkpoint
     from azjax.checkpoint import earlier_commands, script_command
-    from azjax.cli.args import overrides as cli_overrides
     from azjax.compile_cache import enable_compilation_cache
-    from azjax.config import preset
     from azjax.train import load_metrics, train
 
     enable_compilation_cache()
-    overrides = cli_overrides(args)
-    if overrides.get("value_head", "sai") != "sai":
-        raise SystemExit("sai_7x7.py trains SAI networks: value_head must stay 'sai'")
-    if args.steps is not None:
-        overrides["num_steps"] = args.steps
+    overrides = config_overrides(args)
     run_dir = Path(args.run_dir)
     t0 = time.perf_counter()
     if args.report_only:
@@ -136,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
         config = ckpt.load_config(run_dir).replace(**overrides) if overrides else None
         summary = train(config, run_dir, resume=True, progress=False, time_budget_s=args.minutes * 60)
     else:
-        config = preset("go_7x7", "sai", **overrides)
+        config = fresh_config(args)
         summary = train(config, run_dir, progress=False, time_budget_s=args.minutes * 60)
     seconds = time.perf_counter() - t0
 

@@ -543,6 +543,23 @@ def test_cli_train_and_analyze_sai(tmp_path, capsys) -> None:
     assert "plays go_7x7, not go_9x9" in capsys.readouterr().err
 
 
+def test_sai_7x7_script_starts_from_the_chosen_sai_preset_with_the_command_lines_fields() -> None:
+    script = load_script("sai_7x7")
+    assert script.fresh_config(script.parse_args([])) == preset("go_7x7", "sai")
+    gpu = script.fresh_config(script.parse_args(["--preset", "sai_full", "--steps", "300", "--num_simulations", "32"]))
+    assert gpu == preset("go_7x7", "sai_full", num_steps=300, num_simulations=32)
+    with pytest.raises(SystemExit, match="value_head must stay 'sai'"):
+        script.fresh_config(script.parse_args(["--value_head", "tanh"]))
+
+
+def test_the_gpu_sai_preset_is_the_cpu_one_at_the_papers_network_size_with_the_same_replay_ratio() -> None:
+    cpu, gpu = preset("go_7x7", "sai"), preset("go_7x7", "sai_full")
+    assert (gpu.num_blocks, gpu.num_channels) == (3, 128)  # the SAI paper's 7x7 networks
+    assert gpu.replay_ratio == cpu.replay_ratio == 1.0
+    sai_switches = ("value_head", "branch_prob", "max_branches", "sensible_lambda", "temperature_moves", "swa_decay")
+    assert all(getattr(gpu, name) == getattr(cpu, name) for name in sai_switches)
+
+
 @pytest.mark.slow
 def test_sai_7x7_script_end_to_end(tmp_path) -> None:
     out = tmp_path / "sai_7x7.json"

@@ -78,11 +78,14 @@ def test_the_plan_says_which_common_devices_it_fits() -> None:
     assert "T4 16 GB (Colab)             no" in render(huge)
 
 
+GPU_PRESETS = [(game, "full") for game in sorted(PRESETS)] + [("go_7x7", "sai_full")]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("game", sorted(PRESETS))
-def test_every_full_preset_traces_and_lowers_on_the_cpu(game: str) -> None:
-    """A shape or dtype error in a `full` preset fails here, without a GPU and without compiling."""
-    trainer = Trainer(preset(game, "full"), devices=jax.devices()[:1])
+@pytest.mark.parametrize(("game", "name"), GPU_PRESETS)
+def test_every_gpu_preset_traces_and_lowers_on_the_cpu(game: str, name: str) -> None:
+    """A shape or dtype error in a preset sized for a GPU fails here, without a GPU and without compiling."""
+    trainer = Trainer(preset(game, name), devices=jax.devices()[:1])
     abstract = jax.eval_shape(trainer._init, jax.random.key_data(jax.random.key(0)))
     lowered = trainer._step.lower(abstract)
     assert "stablehlo" in lowered.as_text()[:10_000] or "func.func" in lowered.as_text()[:10_000]
