@@ -47,8 +47,8 @@ def test_the_runbook_refuses_an_unknown_phase_in_one_line() -> None:
 def test_a_gpu_loan_cuts_an_item_at_its_limit_and_still_packs_what_came_back(tmp_path: Path) -> None:
     # A lent GPU's command dies at its limit with nothing returned; the loan script's items end by themselves.
     env = {**os.environ, "OUT": str(tmp_path), "AZJAX_CPU_DEVICES": "1"}
-    items = ["plan_connect_four:2", "sai_7x7:2", "benhc:5"]
-    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_loan.sh"), *items], cwd=ROOT, env=env,
+    loan_items = ["plan_connect_four:2", "sai_7x7:2", "benhc:5"]
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_loan.sh"), *loan_items], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     subprocess.run(["tar", "xzf", str(tmp_path / "gpu_loan.tgz"), "-C", str(tmp_path)], check=True)
