@@ -155,7 +155,7 @@ def auc_verdict(row: dict[str, Any]) -> str:
 
 HOUR_SWEEP = "results/variants_connect_four_hour.json"
 HOUR_COMMAND = ("AZJAX_CPU_DEVICES=2 python scripts/variants_connect_four.py --preset hour --num_steps 1400 --variants "
-                "alphazero contempt_5 tdleaf_0.7 playout_cap --seeds 2 --resume")
+                "alphazero contempt_5 tdleaf_0.7 playout_cap go_exploit_visited --seeds 2 --resume")
 
 
 HOUR_ROUND_ROBIN = "results/arena/connect_four_hour_sweep/results.json"
@@ -325,7 +325,9 @@ def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
                             f"error curve ({HOUR_COMMAND}); runs so far: {done}",
                     figure=figure, figure_is="area under the error curve [95% t-interval over seeds]",
                     # An inert variant's runs test nothing, so its seeds do not count against the others'.
-                    seeds=min((row["seeds"] for v, row in table.items() if inert[v] is None), default=0),
+                    # A variant not run yet has no seeds.
+                    seeds=min((table[v]["seeds"] if v in table else 0 for v in ("alphazero", *variants)
+                               if v not in table or inert[v] is None), default=0),
                     verdict="; ".join(verdicts),
                     sources=list(dict.fromkeys(sources)))
     return read
@@ -540,6 +542,9 @@ CLAIMS: list[Callable[[], dict[str, Any]]] = [
     variant_claim("go_exploit_visited", "Go-Exploit", "Starting self-play from an archive of visited states learns "
                   "more per sample than starting every game at the initial state."),
     variant_claim("go_exploit_search", "Go-Exploit", "An archive of search-tree states does better still."),
+    hour_variant_claim(("go_exploit_visited",), "self-play starting at an archive of visited states with probability "
+                       "0.99 (start_state_prob 0.01)", "Go-Exploit", "Starting self-play from an archive of visited "
+                       "states learns more per sample than starting every game at the initial state."),
     variant_claim("tdleaf_0.7", "TDLeaf(lambda)", "TD(lambda) targets along the principal variation learn faster than "
                   "the game's outcome."),
     variant_claim("playout_cap", "KataGo", "Playout caps (full searches on a quarter of the moves, trained on) learn "

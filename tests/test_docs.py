@@ -347,6 +347,7 @@ def test_the_hour_sweeps_verdicts_wait_for_two_paired_seeds_of_each_variant(tmp_
     assert "contempt_28: not run beside AlphaZero yet" in claim["verdict"]
     assert tdleaf()["verdict"] == "tdleaf_0.7: not run beside AlphaZero yet"
     assert set(tdleaf()["figure"]) == {"alphazero"}  # another claim's variants stay out of its figure
+    assert tdleaf()["seeds"] == 0  # AlphaZero's seed alone is no seed of the claim
     write([run("alphazero", 0, 0.3), run("contempt_5", 0, 0.2), run("alphazero", 1, 0.31), run("contempt_5", 1, 0.2),
            run("tdleaf_0.7", 0, 0.3), run("tdleaf_0.7", 1, 0.31)])
     assert contempt()["verdict"].startswith("contempt_5: reproduces")
