@@ -535,7 +535,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                     temperature_moves=8, eval_every=0, checkpoint_every=100, branch_prob=0.025, max_branches=3,
                     start_queue_size=1024),
         # SAI at the paper's network size (3 blocks of 128 filters) for one GPU: on the CPU the estimate settles
-        # where its 16-simulation agent's self-play breaks even, between +5.6 and +10.9 over seeds and settings
+        # where its 16-simulation agent's self-play breaks even, which is not +9 on every seed
         # (results/fidelity.md), and the paper's runs searched more with a 4x wider network. 16 SGD steps of 1024
         # keep the `sai` preset's replay ratio of 1; the window holds about 40k games (SAI: 8k-60k). The learning
         # rate is held, the average doing the smoothing, so a run cut short by the clock (a GPU loan's

@@ -322,6 +322,7 @@ def test_sais_diagnosis_says_how_far_the_estimate_sits_from_its_replays_games(tm
             "every checkpoint, inside its 95% interval at 1 and below it at 1") in claim["diagnosis"]
     assert "results/sai_7x7_lrconst_seed0_replay_fit.json" in claim["sources"]
 
+
 def test_the_hour_sweeps_verdicts_wait_for_two_paired_seeds_of_each_variant(tmp_path, monkeypatch) -> None:
     fidelity = fidelity_reading(tmp_path, monkeypatch)
     contempt = fidelity.hour_variant_claim(("contempt_5", "contempt_28"), "n_scl off / 5 / 28", "p", "c")
