@@ -40,6 +40,7 @@ python3 -c "import jax, pgx, mctx; print(jax.__version__, jax.devices(), pgx.__v
 for item in "$@"; do
   name=${item%%:*}; limit=${item##*:}; game=${name#*_}
   start=$(date +%s)
+  minutes="$(( (limit - 90) / 60 )).$(( ((limit - 90) % 60) * 10 / 60 ))"  # the training items' budget: S - 90 s
   echo "== $name ($limit s)" | tee -a "$G/items.log"
   case "$name" in
   bench_*) plain=(); [ "$game" = chess ] && plain=(--skip_plain)  # chess: see scripts/gpu_runbook.sh
@@ -48,12 +49,12 @@ for item in "$@"; do
   xla_*)   XLA_FLAGS="${LOAN_XLA_FLAGS:---xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,CONDITIONAL,WHILE}" \
              timeout "$limit" azjax bench --preset full --game "$game" --n_scl 0 --rounds 2 --skip_plain \
              --out "$G/bench_full_${game}_xla.json" ;;
-  train_*) timeout "$limit" azjax train --game "$game" --preset full --minutes "$(( (limit - 90) / 60 )).$(( ((limit - 90) % 60) * 10 / 60 ))" \
+  train_*) timeout "$limit" azjax train --game "$game" --preset full --minutes "$minutes" \
              --log_every 1 --run_dir "runs/gpu_loan_$game" --no-progress \
            && azjax export "runs/gpu_loan_$game" "$G/$game" && cp "runs/gpu_loan_$game/metrics.csv" "$G/$game/" \
            && mv "$G/$game/params.msgpack" "$RET/params_$game.msgpack" ;;
   sai_7x7) timeout "$limit" python3 scripts/sai_7x7.py --preset sai_full --run_dir runs/gpu_loan_sai_7x7 \
-             --minutes "$(( (limit - 90) / 60 )).$(( ((limit - 90) % 60) * 10 / 60 ))" --out "$G/sai_7x7_gpu.json" \
+             --minutes "$minutes" --out "$G/sai_7x7_gpu.json" \
              --plot "$G/sai_7x7_gpu.png" --model_dir "$G/go_7x7_sai_gpu" \
            && mv "$G/go_7x7_sai_gpu/params.msgpack" "$RET/params_go_7x7_sai_gpu.msgpack" ;;
   plan_*)  timeout "$limit" azjax plan --game "$game" --preset full --compile --out "$G/plan_$game.json" ;;
