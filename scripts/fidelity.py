@@ -158,30 +158,40 @@ HOUR_COMMAND = ("AZJAX_CPU_DEVICES=2 python scripts/variants_connect_four.py --p
                 "alphazero contempt_5 tdleaf_0.7 playout_cap go_exploit_visited --seeds 2 --resume")
 
 
-HOUR_ROUND_ROBIN = "results/arena/connect_four_hour_sweep/results.json"
+HOUR_ROUND_ROBINS = "results/arena/connect_four_hour_sweep*/results.json"
+
+
+def hour_round_robins() -> dict[str, dict[str, Any]]:
+    """Every `azjax arena` round robin among the hour sweep's final networks, by path (one per batch of models
+    kept, so a later variant's networks need not replay the earlier pairings)."""
+    return {str(path.relative_to(ROOT)): load(str(path.relative_to(ROOT)))
+            for path in sorted(ROOT.glob(HOUR_ROUND_ROBINS))}
 
 
 def round_robin_against_alphazero(arena: dict[str, Any], variant: str) -> dict[str, Any] | None:
     """`variant`'s final networks against AlphaZero's in an `azjax arena` round robin whose agents are named
-    `<variant>_seed<n>`: every game between a seed of one and a seed of the other, pooled, from the variant's side.
-    The score's interval is over games (Wilson, as the arena's); None where no such pairing was played."""
+    `<variant>_seed<n>`: every game between a seed of one and a seed of the other, pooled, from the variant's side,
+    with the variant's seeds that played. The score's interval is over games (Wilson, as the arena's); None where no
+    such pairing was played."""
     from azjax.play.arena import elo_from_score, wilson_interval
 
     def is_seed_of(name: str, v: str) -> bool:
         return name.startswith(f"{v}_seed") and name[len(v) + 5:].isdigit()
 
     wins = draws = losses = 0
+    seeds: set[int] = set()
     for p in arena["pairings"]:
         for a, b, sign in ((p["name_a"], p["name_b"], 1), (p["name_b"], p["name_a"], -1)):
             if is_seed_of(a, variant) and is_seed_of(b, "alphazero"):
                 won, lost = (p["wins"], p["losses"])[::sign]
                 wins, draws, losses = wins + won, draws + p["draws"], losses + lost
+                seeds.add(int(a[len(variant) + 5:]))
     games = wins + draws + losses
     if games == 0:
         return None
     score = (wins + draws / 2) / games
     low, high = wilson_interval(score, games)
-    return dict(games=games, score=score, low=low, high=high, elo=float(elo_from_score(score)),
+    return dict(games=games, seeds=sorted(seeds), score=score, low=low, high=high, elo=float(elo_from_score(score)),
                 elo_low=float(elo_from_score(low)), elo_high=float(elo_from_score(high)))
 
 
@@ -197,12 +207,14 @@ def equal_search_verdict(variant: str, same: dict[str, Any]) -> str:
             f"{100 * same['high']:+.2f}] points: {error_verdict(same['low'], same['high'])}")
 
 
-def round_robin_verdict(arena: dict[str, Any], variant: str, rr: dict[str, Any]) -> str:
-    """One line for `round_robin_against_alphazero`'s figures, with the search budget the agents played at."""
+def round_robin_verdict(path: str, arena: dict[str, Any], variant: str, rr: dict[str, Any]) -> str:
+    """One line for `round_robin_against_alphazero`'s figures in the round robin at `path`, with the search budget
+    the agents played at."""
     budgets = sorted({spec.split(":")[1] for spec in arena["agents"].values() if ":" in spec})
     verdict = ("stronger at 95%" if rr["low"] > 0.5 else "weaker at 95%" if rr["high"] < 0.5
                else "no difference at 95%")
-    return (f"round robin ({HOUR_ROUND_ROBIN}, {'/'.join(budgets)} simulations a move): {variant} scores "
+    return (f"round robin ({path}, {'/'.join(budgets)} simulations a move): {variant} "
+            f"(seed{'s' * (len(rr['seeds']) != 1)} {', '.join(map(str, rr['seeds']))}) scores "
             f"{rr['score']:.3f} [{rr['low']:.3f}, {rr['high']:.3f}] against alphazero over {rr['games']} games, "
             f"Elo {rr['elo']:+.0f} [{rr['elo_low']:+.0f}, {rr['elo_high']:+.0f}]: {verdict}")
 
@@ -281,7 +293,7 @@ def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
                         setting=f"planned: Connect Four `hour`, {switches}, 2 seeds each ({HOUR_COMMAND})",
                         figure=None, figure_is=None, seeds=0, verdict="not measured", sources=[])
         d = load(HOUR_SWEEP)
-        arena = load(HOUR_ROUND_ROBIN) if (ROOT / HOUR_ROUND_ROBIN).exists() else None
+        arenas = hour_round_robins()
         table = {v: row for v, row in d["table"].items() if v in ("alphazero", *variants)}
         # One seed has no interval: its mean alone.
         figure = {v: [r3(row["auc_mean"]), r3(row["auc_low"]), r3(row["auc_high"])] if row["seeds"] > 1
@@ -315,10 +327,11 @@ def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
                                 f"{v} at equal self-play positions, with {same_search['ratio']:.3f} of AlphaZero's "
                                 f"search: {auc_difference(row)}")
             if tested:
-                # The final networks' round robin, where one was played.
-                if rr := arena and round_robin_against_alphazero(arena, v):
-                    sources.append(HOUR_ROUND_ROBIN)
-                    verdicts.append(round_robin_verdict(arena, v, rr))
+                # The final networks' round robins, where one was played.
+                for path, arena in arenas.items():
+                    if rr := round_robin_against_alphazero(arena, v):
+                        sources.append(path)
+                        verdicts.append(round_robin_verdict(path, arena, v, rr))
         return dict(paper=paper, claim=claim,
                     setting=f"Connect Four `hour` preset, {d['args']['num_steps']} loop steps a run, {switches}, at "
                             f"equal self-play positions; Pons' sets {', '.join(d['args']['sets'])}, area under the "

@@ -428,10 +428,22 @@ def test_the_hour_sweeps_round_robin_pools_every_game_between_a_variants_seeds_a
     ])
     rr = fidelity.round_robin_against_alphazero(arena, "contempt_5")
     assert rr["games"] == 100 and rr["score"] == (30 + 30 + 10) / 100
+    assert rr["seeds"] == [0, 1]
     assert 0.5 < rr["low"] < rr["score"] < rr["high"] and rr["elo_low"] > 0
-    assert fidelity.round_robin_verdict(arena, "contempt_5", rr).endswith(": stronger at 95%")
-    assert "64 simulations a move" in fidelity.round_robin_verdict(arena, "contempt_5", rr)
+    verdict = fidelity.round_robin_verdict("results/arena/x/results.json", arena, "contempt_5", rr)
+    assert verdict.endswith(": stronger at 95%")
+    assert verdict.startswith("round robin (results/arena/x/results.json, 64 simulations a move): contempt_5 "
+                              "(seeds 0, 1) scores 0.700")
     assert fidelity.round_robin_against_alphazero(arena, "tdleaf_0.7") is None
+
+
+def test_the_hour_claims_read_every_round_robin_of_the_sweeps_networks() -> None:
+    fidelity = load_script("fidelity")
+    arenas = fidelity.hour_round_robins()
+    assert "results/arena/connect_four_hour_sweep/results.json" in arenas
+    claim = fidelity.hour_variant_claim(("contempt_5",), "n_scl 5", "p", "c")()
+    assert set(claim["sources"]) - {fidelity.HOUR_SWEEP} <= set(arenas)
+    assert any(s.startswith("results/arena/") for s in claim["sources"])
 
 
 def test_docs_methods_has_every_section_the_code_cites() -> None:
