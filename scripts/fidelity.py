@@ -207,13 +207,21 @@ def equal_search_verdict(variant: str, same: dict[str, Any]) -> str:
             f"{100 * same['high']:+.2f}] points: {error_verdict(same['low'], same['high'])}")
 
 
+def openings(arena: dict[str, Any]) -> str:
+    """How a round robin's games began: random plies, or positions from a file."""
+    if arena.get("openings"):
+        return f"openings from {arena['openings']}"
+    plies = arena.get("random_opening_plies", 0)
+    return f"{plies} random opening plies" if plies else "from the initial position"
+
+
 def round_robin_verdict(path: str, arena: dict[str, Any], variant: str, rr: dict[str, Any]) -> str:
     """One line for `round_robin_against_alphazero`'s figures in the round robin at `path`, with the search budget
     the agents played at."""
     budgets = sorted({spec.split(":")[1] for spec in arena["agents"].values() if ":" in spec})
     verdict = ("stronger at 95%" if rr["low"] > 0.5 else "weaker at 95%" if rr["high"] < 0.5
                else "no difference at 95%")
-    return (f"round robin ({path}, {'/'.join(budgets)} simulations a move): {variant} "
+    return (f"round robin ({path}, {'/'.join(budgets)} simulations a move, {openings(arena)}): {variant} "
             f"(seed{'s' * (len(rr['seeds']) != 1)} {', '.join(map(str, rr['seeds']))}) scores "
             f"{rr['score']:.3f} [{rr['low']:.3f}, {rr['high']:.3f}] against alphazero over {rr['games']} games, "
             f"Elo {rr['elo']:+.0f} [{rr['elo_low']:+.0f}, {rr['elo_high']:+.0f}]: {verdict}")

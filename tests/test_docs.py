@@ -420,7 +420,8 @@ def test_the_hour_sweeps_round_robin_pools_every_game_between_a_variants_seeds_a
     def pairing(a: str, b: str, wins: int, draws: int, losses: int) -> dict:
         return dict(name_a=a, name_b=b, wins=wins, draws=draws, losses=losses)
 
-    arena = dict(agents={"alphazero_seed0": "m/a0:64", "contempt_5_seed0": "m/c0:64"}, pairings=[
+    arena = dict(agents={"alphazero_seed0": "m/a0:64", "contempt_5_seed0": "m/c0:64"}, random_opening_plies=3,
+                 pairings=[
         pairing("alphazero_seed0", "alphazero_seed1", 50, 0, 0),  # neither side is the variant: left out
         pairing("alphazero_seed0", "contempt_5_seed0", 10, 0, 30),  # the variant second: its side is b's
         pairing("contempt_5_seed1", "alphazero_seed1", 30, 20, 10),
@@ -432,8 +433,8 @@ def test_the_hour_sweeps_round_robin_pools_every_game_between_a_variants_seeds_a
     assert 0.5 < rr["low"] < rr["score"] < rr["high"] and rr["elo_low"] > 0
     verdict = fidelity.round_robin_verdict("results/arena/x/results.json", arena, "contempt_5", rr)
     assert verdict.endswith(": stronger at 95%")
-    assert verdict.startswith("round robin (results/arena/x/results.json, 64 simulations a move): contempt_5 "
-                              "(seeds 0, 1) scores 0.700")
+    assert verdict.startswith("round robin (results/arena/x/results.json, 64 simulations a move, 3 random opening "
+                              "plies): contempt_5 (seeds 0, 1) scores 0.700")
     assert fidelity.round_robin_against_alphazero(arena, "tdleaf_0.7") is None
 
 
