@@ -46,8 +46,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "alphazero": {},
     "go_exploit_visited": dict(start_state_prob=0.01, archive="visited"),
     "go_exploit_search": dict(start_state_prob=0.01, archive="search"),
-    # Ten times the initial-state starts: under the `hour` preset's random openings (0-12 plies) Go-Exploit at 0.01
-    # plays about 700 games from the empty board itself, AlphaZero about 9,000; 0.1 brings it to about 7,000.
+    # Ten times the initial-state starts (the paper's 9x9 Go setting): after the `hour` preset's random openings
+    # (0-12 plies) the 0.01 archive plays few games from the empty board itself (docs/experiments.md).
     "go_exploit_visited_0.1": dict(start_state_prob=0.1, archive="visited"),
     "tdleaf_0.7": dict(td_lambda=0.7),
     "playout_cap": dict(full_search_prob=0.25, fast_simulations=4),
