@@ -165,8 +165,8 @@ HOUR_ROUND_ROBINS = "results/arena/connect_four_hour_sweep*/results.json"
 def hour_round_robins() -> dict[str, dict[str, Any]]:
     """Every `azjax arena` round robin among the hour sweep's final networks, by path (one per batch of models
     kept, so a later variant's networks need not replay the earlier pairings)."""
-    return {str(path.relative_to(ROOT)): load(str(path.relative_to(ROOT)))
-            for path in sorted(ROOT.glob(HOUR_ROUND_ROBINS))}
+    paths = (str(path.relative_to(ROOT)) for path in sorted(ROOT.glob(HOUR_ROUND_ROBINS)))
+    return {path: load(path) for path in paths}
 
 
 def round_robin_against_alphazero(arena: dict[str, Any], variant: str) -> dict[str, Any] | None:
@@ -176,17 +176,18 @@ def round_robin_against_alphazero(arena: dict[str, Any], variant: str) -> dict[s
     such pairing was played."""
     from azjax.play.arena import elo_from_score, wilson_interval
 
-    def is_seed_of(name: str, v: str) -> bool:
-        return name.startswith(f"{v}_seed") and name[len(v) + 5:].isdigit()
+    def seed_of(name: str, v: str) -> int | None:
+        seed = name.removeprefix(f"{v}_seed")
+        return int(seed) if seed != name and seed.isdigit() else None
 
     wins = draws = losses = 0
     seeds: set[int] = set()
     for p in arena["pairings"]:
         for a, b, sign in ((p["name_a"], p["name_b"], 1), (p["name_b"], p["name_a"], -1)):
-            if is_seed_of(a, variant) and is_seed_of(b, "alphazero"):
+            if (seed := seed_of(a, variant)) is not None and seed_of(b, "alphazero") is not None:
                 won, lost = (p["wins"], p["losses"])[::sign]
                 wins, draws, losses = wins + won, draws + p["draws"], losses + lost
-                seeds.add(int(a[len(variant) + 5:]))
+                seeds.add(seed)
     games = wins + draws + losses
     if games == 0:
         return None
