@@ -181,6 +181,23 @@ def test_the_results_index_is_up_to_date() -> None:
     assert run.returncode == 0, run.stderr or run.stdout
 
 
+def test_every_committed_arena_holds_the_game_records_of_its_results_and_no_others() -> None:
+    from azjax.cli.arena import RECORD_NAME
+    from azjax.play.tournament import record_stem
+
+    arenas = [p for p in sorted((ROOT / "results").rglob("results.json")) if (p.parent / "games").is_dir()]
+    assert len(arenas) > 10
+    wrong = {}
+    for path in arenas:
+        pairings = json.loads(path.read_text())["pairings"]
+        expected = {record_stem(k, p["name_a"], p["name_b"], i) for k, p in enumerate(pairings)
+                    for i in range(p["games"])}
+        records = {f.name.rsplit(".", 1)[0] for f in (path.parent / "games").iterdir() if RECORD_NAME.fullmatch(f.name)}
+        if records != expected:
+            wrong[str(path.relative_to(ROOT))] = (len(records - expected), len(expected - records))
+    assert not wrong, f"(records no pairing played, games without a record) in {wrong}"
+
+
 def test_the_seeds_claims_table_is_what_its_results_files_say() -> None:
     run = subprocess.run([sys.executable, "scripts/fidelity.py", "--check"], cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stderr or run.stdout

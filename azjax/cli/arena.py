@@ -34,7 +34,9 @@ Chess games start from the standard position (odds starts: give FEN lines in `--
 area (Tromp-Taylor minus komi), chess and Connect Four are adjudicated draws (`unfinished`).
 Games are saved under `--out_dir` (SGF for Go, PGN for chess, text for Connect Four), and
 `results.json` holds every pairing (arena.MatchResult fields) and the Elo fit (azjax.play.arena.fit_elo,
-anchored at the first agent, ratings with standard errors and 95% intervals = +-1.96 se).
+anchored at the first agent, ratings with standard errors and 95% intervals = +-1.96 se). Rerun into
+the same `--out_dir`, an arena replaces the records an earlier arena wrote there (the results.json
+they belonged to is replaced too); other files are left alone.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import re
 import shlex
 import sys
 import time
@@ -112,6 +115,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     players = {a.name: HostPlayer(a, game, args.seed + i) for i, a in enumerate(agents)}
     results: list[MatchResult] = []
+    written: set[Path] = set()
     t0 = time.perf_counter()
     try:
         for k, (i, j) in enumerate(pairs):
@@ -121,7 +125,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             result = summarize_games(a.name, b.name, games)
             results.append(result)
             if not args.no_save:
-                save_games(out_dir, game, a, b, games, k)
+                written.update(save_games(out_dir, game, a, b, games, k))
             print(f"{result}  ({time.perf_counter() - t1:.1f}s)", flush=True)
     except EngineError as e:  # an engine that cannot start or set up a game: a usage problem
         raise ValueError(str(e)) from e
@@ -138,9 +142,32 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         seconds=round(time.perf_counter() - t0, 1), command="azjax " + " ".join(shlex.quote(x) for x in sys.argv[1:]),
     )  # fmt: skip
     print_table(summary)
+    if not args.no_save:
+        removed = remove_earlier_records(out_dir / "games", written)
+        if removed:
+            print(f"removed {removed} game records of an earlier arena in {out_dir / 'games'}")
     (out_dir / "results.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     print(f"wrote {out_dir / 'results.json'}" + ("" if args.no_save else f" and games under {out_dir / 'games'}"))
     return summary
+
+
+# `save_games`' names: pairing, the two agents, game number, the game's record format
+RECORD_NAME = re.compile(r"\d{2}_.+_vs_.+_\d{4}\.(txt|sgf|pgn)")
+
+
+def remove_earlier_records(games_dir: Path, written: set[Path]) -> int:
+    """Deletes the game records in `games_dir` that this arena did not write; returns how many.
+
+    They belong to an earlier arena whose results.json this one replaces, so left in place they
+    would be read as this arena's games. Files not named as `save_games` names records stay.
+    """
+    if not games_dir.is_dir():
+        return 0
+    kept = {p.name for p in written}
+    earlier = [p for p in games_dir.iterdir() if p.name not in kept and RECORD_NAME.fullmatch(p.name)]
+    for path in earlier:
+        path.unlink()
+    return len(earlier)
 
 
 def print_table(summary: dict[str, Any]) -> None:

@@ -377,13 +377,18 @@ def save_games(out_dir: Path, game: Game, a: ArenaAgent, b: ArenaAgent, games: l
                                    reason=why)
         else:
             result = result_string(game, first_score)
-        stem = out_dir / "games" / f"{pairing:02d}_{_safe(a.name)}_vs_{_safe(b.name)}_{k:04d}"
+        stem = out_dir / "games" / record_stem(pairing, a.name, b.name, k)
         note = f"opening: {o.line}" if o.line else ""
         paths.append(write_record(stem, game, g.moves, first=first, second=second, result=result,
                                   komi=o.komi if game.has_komi else None, start_fen=o.fen,
                                   event="azjax arena", round_=str(k + 1),
                                   termination="; ".join(x for x in (g.reason, note) if x)))
     return paths
+
+
+def record_stem(pairing: int, name_a: str, name_b: str, game: int) -> str:
+    """The file name, less its format's suffix, of game `game` of an arena's pairing `pairing`."""
+    return f"{pairing:02d}_{_safe(name_a)}_vs_{_safe(name_b)}_{game:04d}"
 
 
 def _safe(name: str) -> str:
