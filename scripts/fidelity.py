@@ -155,8 +155,8 @@ def auc_verdict(row: dict[str, Any]) -> str:
 
 HOUR_SWEEP = "results/variants_connect_four_hour.json"
 HOUR_COMMAND = ("AZJAX_CPU_DEVICES=2 python scripts/variants_connect_four.py --preset hour --num_steps 1400 --variants "
-                "alphazero contempt_5 tdleaf_0.7 playout_cap go_exploit_visited go_exploit_visited_0.1 --seeds 2 "
-                "--resume")
+                "alphazero contempt_5 tdleaf_0.7 playout_cap go_exploit_visited go_exploit_visited_0.1 "
+                "go_exploit_search --seeds 2 --resume")
 
 
 HOUR_ROUND_ROBINS = "results/arena/connect_four_hour_sweep*/results.json"
@@ -572,6 +572,9 @@ CLAIMS: list[Callable[[], dict[str, Any]]] = [
                        "probability 0.9 (start_state_prob 0.1, the paper's 9x9 Go setting: ten times the empty-board "
                        "starts)", "Go-Exploit", "Starting self-play from an archive of visited states learns more per "
                        "sample than starting every game at the initial state."),
+    hour_variant_claim(("go_exploit_search",), "self-play starting at an archive of search-tree states with "
+                       "probability 0.99 (start_state_prob 0.01)", "Go-Exploit",
+                       "An archive of search-tree states does better still."),
     variant_claim("tdleaf_0.7", "TDLeaf(lambda)", "TD(lambda) targets along the principal variation learn faster than "
                   "the game's outcome."),
     variant_claim("playout_cap", "KataGo", "Playout caps (full searches on a quarter of the moves, trained on) learn "
