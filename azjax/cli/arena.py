@@ -36,7 +36,7 @@ Games are saved under `--out_dir` (SGF for Go, PGN for chess, text for Connect F
 `results.json` holds every pairing (arena.MatchResult fields) and the Elo fit (azjax.play.arena.fit_elo,
 anchored at the first agent, ratings with standard errors and 95% intervals = +-1.96 se). Rerun into
 the same `--out_dir`, an arena replaces the records an earlier arena wrote there (the results.json
-they belonged to is replaced too); other files are left alone.
+they belonged to is replaced too); other files, and every file under `--no_save`, are left alone.
 """
 
 from __future__ import annotations
