@@ -554,6 +554,13 @@ def variant_claim(key: str, paper: str, claim: str) -> Callable[[], dict[str, An
     return read
 
 
+# The papers' claims, each measured at the quick scale and at the `hour` scale.
+GO_EXPLOIT_VISITED = ("Starting self-play from an archive of visited states learns more per sample than starting "
+                      "every game at the initial state.")
+GO_EXPLOIT_SEARCH = "An archive of search-tree states does better still."
+TDLEAF = "TD(lambda) targets along the principal variation learn faster than the game's outcome."
+PLAYOUT_CAP = "Playout caps (full searches on a quarter of the moves, trained on) learn more per unit of compute."
+
 CLAIMS: list[Callable[[], dict[str, Any]]] = [
     contempt_at_odds("results/contempt_odds_connect_four_vs_hour.json"),
     contempt_at_odds("results/contempt_odds_connect_four.json"),
@@ -562,29 +569,21 @@ CLAIMS: list[Callable[[], dict[str, Any]]] = [
                        "Self-play at N_scl = 5 trains a stronger player than plain PUCT at equal compute (+70 Elo in "
                        "the reference code's README)."),
     sai_plus_nine,
-    variant_claim("go_exploit_visited", "Go-Exploit", "Starting self-play from an archive of visited states learns "
-                  "more per sample than starting every game at the initial state."),
-    variant_claim("go_exploit_search", "Go-Exploit", "An archive of search-tree states does better still."),
+    variant_claim("go_exploit_visited", "Go-Exploit", GO_EXPLOIT_VISITED),
+    variant_claim("go_exploit_search", "Go-Exploit", GO_EXPLOIT_SEARCH),
     hour_variant_claim(("go_exploit_visited",), "self-play starting at an archive of visited states with probability "
-                       "0.99 (start_state_prob 0.01)", "Go-Exploit", "Starting self-play from an archive of visited "
-                       "states learns more per sample than starting every game at the initial state."),
+                       "0.99 (start_state_prob 0.01)", "Go-Exploit", GO_EXPLOIT_VISITED),
     hour_variant_claim(("go_exploit_visited_0.1",), "self-play starting at an archive of visited states with "
                        "probability 0.9 (start_state_prob 0.1, the paper's 9x9 Go setting: ten times the empty-board "
-                       "starts)", "Go-Exploit", "Starting self-play from an archive of visited states learns more per "
-                       "sample than starting every game at the initial state."),
+                       "starts)", "Go-Exploit", GO_EXPLOIT_VISITED),
     hour_variant_claim(("go_exploit_search",), "self-play starting at an archive of search-tree states with "
-                       "probability 0.99 (start_state_prob 0.01)", "Go-Exploit",
-                       "An archive of search-tree states does better still."),
-    variant_claim("tdleaf_0.7", "TDLeaf(lambda)", "TD(lambda) targets along the principal variation learn faster than "
-                  "the game's outcome."),
-    variant_claim("playout_cap", "KataGo", "Playout caps (full searches on a quarter of the moves, trained on) learn "
-                  "more per unit of compute."),
+                       "probability 0.99 (start_state_prob 0.01)", "Go-Exploit", GO_EXPLOIT_SEARCH),
+    variant_claim("tdleaf_0.7", "TDLeaf(lambda)", TDLEAF),
+    variant_claim("playout_cap", "KataGo", PLAYOUT_CAP),
     hour_variant_claim(("tdleaf_0.7",), "TD(lambda) targets at lambda 0.7 against the outcome", "TDLeaf(lambda)",
-                       "TD(lambda) targets along the principal variation learn faster than the game's outcome."),
+                       TDLEAF),
     hour_variant_claim(("playout_cap",), "playout caps (full searches of p = 0.25 of the moves, 4 fast simulations "
-                       "on the rest) against full searches everywhere", "KataGo",
-                       "Playout caps (full searches on a quarter of the moves, trained on) learn more per unit of "
-                       "compute."),
+                       "on the rest) against full searches everywhere", "KataGo", PLAYOUT_CAP),
 ]
 
 
