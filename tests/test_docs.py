@@ -182,8 +182,7 @@ def test_the_results_index_is_up_to_date() -> None:
 
 
 def test_every_committed_arena_holds_the_game_records_of_its_results_and_no_others() -> None:
-    from azjax.cli.arena import RECORD_NAME
-    from azjax.play.tournament import record_stem
+    from azjax.play.tournament import RECORD_NAME, record_stem
 
     arenas = [p for p in sorted((ROOT / "results").rglob("results.json")) if (p.parent / "games").is_dir()]
     assert len(arenas) > 10

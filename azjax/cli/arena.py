@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import re
 import shlex
 import sys
 import time
@@ -58,6 +57,7 @@ from azjax.engines.external import EngineError
 from azjax.play.arena import Z95, MatchResult, fit_elo, round_robin_results
 from azjax.play.specs import parse_agent, spec_game
 from azjax.play.tournament import (
+    RECORD_NAME,
     HostPlayer,
     file_openings,
     play_pairing,
@@ -149,10 +149,6 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     (out_dir / "results.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
     print(f"wrote {out_dir / 'results.json'}" + ("" if args.no_save else f" and games under {out_dir / 'games'}"))
     return summary
-
-
-# `save_games`' names: pairing, the two agents, game number, the game's record format
-RECORD_NAME = re.compile(r"\d{2}_.+_vs_.+_\d{4}\.(txt|sgf|pgn)")
 
 
 def remove_earlier_records(games_dir: Path, written: set[Path]) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 from pathlib import Path
 from typing import Any
 
@@ -389,6 +390,10 @@ def save_games(out_dir: Path, game: Game, a: ArenaAgent, b: ArenaAgent, games: l
 def record_stem(pairing: int, name_a: str, name_b: str, game: int) -> str:
     """The file name, less its format's suffix, of game `game` of an arena's pairing `pairing`."""
     return f"{pairing:02d}_{_safe(name_a)}_vs_{_safe(name_b)}_{game:04d}"
+
+
+# `record_stem`'s names with a record format's suffix (`write_record`'s): pairing, agents, game number.
+RECORD_NAME = re.compile(r"\d{2}_.+_vs_.+_\d{4}\.(txt|sgf|pgn)")
 
 
 def _safe(name: str) -> str:
