@@ -21,14 +21,12 @@ from typing import Any
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    from azjax.play.benchmarks import PONS_DATA
-
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("run", help="a training run directory with unique_states/")
     p.add_argument("agents", nargs="+", help="agent specs (PATH[:N], policy:PATH)")
     p.add_argument("--step", type=int, default=None, help="the saved set of this loop step (default: the newest)")
     p.add_argument("--sets", nargs="+", default=["begin_easy", "begin_medium", "begin_hard"])
-    p.add_argument("--data", default=PONS_DATA)
+    p.add_argument("--data", help="Pons test sets (JSONL; default: the copy in azjax/data)")
     p.add_argument("--limit", type=int, default=None, help="the first N positions of each set")
     p.add_argument("--simulations", type=int, default=64, help="simulations of a PATH agent without :N")
     p.add_argument("--seed", type=int, default=0)

@@ -26,11 +26,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from azjax.play.benchmarks import PONS_DATA, PONS_SETS
+    from azjax.play.benchmarks import PONS_SETS
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("models", nargs="+", help="Connect Four run directories or exported models")
-    p.add_argument("--data", default=PONS_DATA, help="Pons test sets (JSONL)")
+    p.add_argument("--data", help="Pons test sets (JSONL; default: the copy in azjax/data)")
     p.add_argument("--sets", nargs="+", default=list(PONS_SETS), choices=PONS_SETS)
     p.add_argument("--limit", type=int, default=None, help="only the first K positions of each set")
     p.add_argument("--search", action="store_true", help="grade the self-play search's q values too")

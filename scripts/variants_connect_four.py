@@ -63,8 +63,6 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from azjax.play.benchmarks import PONS_DATA
-
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     p.add_argument("--seeds", type=int, default=3)
@@ -72,7 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--num_steps", type=int, default=40, help="loop steps of every run")
     p.add_argument("--evals", type=int, default=4, help="evaluation points, evenly spaced, the last at the end")
     p.add_argument("--sims", type=int, default=64, help="the network's search budget when graded")
-    p.add_argument("--data", default=PONS_DATA)
+    p.add_argument("--data", help="Pons test sets (JSONL; default: the copy in azjax/data)")
     p.add_argument("--sets", nargs="+", default=["begin_hard", "begin_medium", "middle_medium"])
     p.add_argument("--limit", type=int, default=200, help="positions per set")
     p.add_argument("--mcts_games", type=int, default=20, help="games against rollout MCTS at the end (0 = none)")

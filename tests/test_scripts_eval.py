@@ -132,6 +132,21 @@ def test_value_by_result_orders_won_above_lost_positions_only_for_a_value_that_k
 
 
 @pytest.mark.slow
+def test_without_a_path_the_pons_sets_load_from_the_copy_in_the_package():
+    sets = load_pons(None, ["end_easy", "begin_hard"], 3)
+    assert list(sets) == ["end_easy", "begin_hard"] and all(s.size == 3 for s in sets.values())
+
+
+@pytest.mark.parametrize(("script", "argv"), [("pons_benchmark", ["random"]), ("pons_values", ["model"]),
+                                             ("pons_coverage", ["run", "random"]), ("variants_connect_four", [])])
+def test_a_pons_scripts_recorded_arguments_name_no_path_of_the_machine_by_default(script, argv):
+    """The scripts write their arguments into results/: the default data file is recorded as None (the packaged
+    copy), not as where the package happens to be installed."""
+    module = load_script(script)
+    args = module.build_parser().parse_args(argv) if hasattr(module, "build_parser") else module.parse_args(argv)
+    assert args.data is None
+
+
 def test_pons_values_script_writes_each_sets_values_by_result_and_the_command(tiny_model, tmp_path):
     out = tmp_path / "values.json"
     argv = [tiny_model, "--data", str(SAMPLE), "--sets", "begin_hard", "end_easy", "--search", "--out", str(out)]

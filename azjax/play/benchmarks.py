@@ -61,16 +61,18 @@ class PonsSet:
         return int(self.moves.shape[0])
 
 
-def load_pons(path: str | Path, sets: Sequence[str] | None = None, limit: int | None = None) -> dict[str, PonsSet]:
+def load_pons(path: str | Path | None, sets: Sequence[str] | None = None,
+              limit: int | None = None) -> dict[str, PonsSet]:
     """The test sets of a Pons JSONL file, in file order within each set.
 
     Args:
-      path: the JSONL file.
+      path: the JSONL file; None reads the copy shipped in the package (`PONS_DATA`), so that a script's recorded
+        arguments name no path of the machine it ran on.
       sets: the set names to keep (default: all present, in `PONS_SETS` order first).
       limit: keep at most the first `limit` positions of each set.
     """
     rows: dict[str, list[dict[str, Any]]] = {}
-    for line in Path(path).read_text().splitlines():
+    for line in Path(PONS_DATA if path is None else path).read_text().splitlines():
         if line.strip():
             rec = json.loads(line)
             rows.setdefault(rec["set"], []).append(rec)
