@@ -160,6 +160,8 @@ HOUR_COMMAND = ("AZJAX_CPU_DEVICES=2 python scripts/variants_connect_four.py --p
 
 
 HOUR_ROUND_ROBINS = "results/arena/connect_four_hour_sweep*/results.json"
+# Runs of the sweep made again, with the same command and seed, to rebuild a final network that was not kept.
+HOUR_RERUNS = "results/variants_connect_four_hour_reruns.json"
 
 
 def hour_round_robins() -> dict[str, dict[str, Any]]:
@@ -195,6 +197,22 @@ def round_robin_against_alphazero(arena: dict[str, Any], variant: str) -> dict[s
     low, high = wilson_interval(score, games)
     return dict(games=games, seeds=sorted(seeds), score=score, low=low, high=high, elo=float(elo_from_score(score)),
                 elo_low=float(elo_from_score(low)), elo_high=float(elo_from_score(high)))
+
+
+def rerun_networks(sweep: dict[str, Any], variant: str, seeds: list[int]) -> str:
+    """A clause naming which of `variant`'s `seeds` played a round robin with a rerun's network (`HOUR_RERUNS`),
+    with the rerun's area beside the sweep's own run of that seed; empty where none did."""
+    if not (ROOT / HOUR_RERUNS).exists():
+        return ""
+    areas = {r["seed"]: r["auc"] for r in sweep["runs"] if r["variant"] == variant}
+    reruns = [r for r in load(HOUR_RERUNS)["runs"] if r["variant"] == variant and r["seed"] in seeds]
+    if not reruns:
+        return ""
+    # A rerun need not repeat its run (float32 sums may differ in their last bits between CPU kinds,
+    # tests/train/test_golden.py, and self-play amplifies them): it is a new draw of the same seed.
+    return " " + "; ".join(f"(seed {r['seed']}'s network from a rerun of its run, {HOUR_RERUNS}: area "
+                     f"{100 * r['auc']:.2f}% against the sweep's {100 * areas[r['seed']]:.2f}%, a new draw of the same "
+                     "seed)" for r in reruns)
 
 
 def equal_search_verdict(variant: str, same: dict[str, Any]) -> str:
@@ -341,7 +359,9 @@ def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
                 for path, arena in arenas.items():
                     if rr := round_robin_against_alphazero(arena, v):
                         sources.append(path)
-                        verdicts.append(round_robin_verdict(path, arena, v, rr))
+                        rerun = rerun_networks(d, v, rr["seeds"])
+                        sources += [HOUR_RERUNS] if rerun else []
+                        verdicts.append(round_robin_verdict(path, arena, v, rr) + rerun)
         return dict(paper=paper, claim=claim,
                     setting=f"Connect Four `hour` preset, {d['args']['num_steps']} loop steps a run, {switches}, at "
                             f"equal self-play positions; Pons' sets {', '.join(d['args']['sets'])}, area under the "

@@ -454,6 +454,19 @@ def test_the_hour_sweeps_round_robin_pools_every_game_between_a_variants_seeds_a
     assert fidelity.round_robin_against_alphazero(arena, "tdleaf_0.7") is None
 
 
+def test_a_round_robin_says_which_of_its_networks_came_from_a_rerun_of_the_sweep(tmp_path, monkeypatch) -> None:
+    fidelity = fidelity_reading(tmp_path, monkeypatch)
+    sweep = dict(runs=[dict(variant="playout_cap", seed=0, auc=0.0524), dict(variant="playout_cap", seed=1, auc=0.05)])
+    assert fidelity.rerun_networks(sweep, "playout_cap", [0, 1]) == ""  # no reruns file
+    (tmp_path / fidelity.HOUR_RERUNS).write_text(json.dumps(dict(runs=[dict(variant="playout_cap", seed=0,
+                                                                            auc=0.0525)])))
+    assert fidelity.rerun_networks(sweep, "playout_cap", [0, 1]) == (
+        " (seed 0's network from a rerun of its run, results/variants_connect_four_hour_reruns.json: area 5.25% "
+        "against the sweep's 5.24%, a new draw of the same seed)")
+    assert fidelity.rerun_networks(sweep, "playout_cap", [1]) == ""  # seed 0 did not play this round robin
+    assert fidelity.rerun_networks(sweep, "tdleaf_0.7", [0, 1]) == ""
+
+
 def test_the_hour_claims_read_every_round_robin_of_the_sweeps_networks() -> None:
     fidelity = load_script("fidelity")
     arenas = fidelity.hour_round_robins()
