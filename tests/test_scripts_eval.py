@@ -131,7 +131,6 @@ def test_value_by_result_orders_won_above_lost_positions_only_for_a_value_that_k
     assert value_by_result(np.array([0.9, -0.5, 0, -0.2, -0.8, 0]), score)["win_loss_auc"] == 0.75
 
 
-@pytest.mark.slow
 def test_without_a_path_the_pons_sets_load_from_the_copy_in_the_package():
     sets = load_pons(None, ["end_easy", "begin_hard"], 3)
     assert list(sets) == ["end_easy", "begin_hard"] and all(s.size == 3 for s in sets.values())
@@ -147,6 +146,7 @@ def test_a_pons_scripts_recorded_arguments_name_no_path_of_the_machine_by_defaul
     assert args.data is None
 
 
+@pytest.mark.slow
 def test_pons_values_script_writes_each_sets_values_by_result_and_the_command(tiny_model, tmp_path):
     out = tmp_path / "values.json"
     argv = [tiny_model, "--data", str(SAMPLE), "--sets", "begin_hard", "end_easy", "--search", "--out", str(out)]
