@@ -13,7 +13,8 @@ The JSON (`--out`) holds every curve (error rate against self-play positions), i
 variant's difference from AlphaZero with its interval (seeds paired: seed s of both runs draws the same
 initial network), the distinct positions self-play searched by depth and the value losses on visited and on search
 states (Go-Exploit's measures: `azjax.train.measures`, `azjax.play.value_probe`), the final
-scores against MCTS, wall times and the command. The PNG (`--plot`) draws the
+scores against MCTS, wall times, the machine that finished each run (CPU model and vector extensions: a rerun on
+another machine need not repeat a curve bit for bit) and the command. The PNG (`--plot`) draws the
 curves.
 
     python scripts/variants_connect_four.py --num_steps 40 --seeds 3 --evals 4 \\
@@ -192,6 +193,7 @@ def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]
     from azjax.play.arena import match
     from azjax.play.benchmarks import grade_agent
     from azjax.play.value_probe import value_probe
+    from azjax.tools.bench import machine
     from azjax.train.loop import Trainer
     from azjax.train.measures import UniqueStates, count_written
 
@@ -243,9 +245,10 @@ def run_one(name: str, seed: int, args: argparse.Namespace, sets: dict[str, Any]
                 in_progress.save(step, state, seen, dict(curve=curve, games=games, minutes=minutes()))
             if stop:
                 raise Stopped(f"{name} seed {seed} at step {step}")
+    # The machine that finished the run: a rerun elsewhere need not repeat its curve (azjax.tools.bench.cpu_model).
     out = dict(variant=name, seed=seed, curve=curve, games=games,
                trainable_in_final_replay=int(trainer.trainable(state.replay).sum()),
-               minutes=minutes())
+               minutes=minutes(), machine=machine())
     if args.model_dir:
         from azjax.checkpoint import save_config, save_params
 

@@ -412,6 +412,7 @@ def test_a_variants_run_keeps_its_final_network_as_a_model_an_arena_can_load(tmp
                           "--out", str(out), "--plot", ""]) == 0
     (run,) = json.loads(out.read_text())["runs"]
     assert run["model"] == str(models / "contempt_5_seed0")
+    assert run["machine"]["cpu_model"] and "cpu_simd" in run["machine"]  # where it ran: a rerun elsewhere may differ
     config = load_config(run["model"])
     assert config.n_scl == 5 and config.num_channels == tiny_overrides["num_channels"]
     game = make_game("connect_four")

@@ -404,10 +404,32 @@ def bench_search_scaling(game: str, config: Config, visits: list[int], num_envs:
     return rows
 
 
+# The vector extensions XLA's CPU code generation uses when present: two machines that differ in them may round
+# float32 sums differently, so a CPU run need not repeat itself bit for bit on another machine.
+CPU_SIMD_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni", "amx_tile")
+
+
+def cpu_model(cpuinfo: str | None = None) -> dict[str, Any]:
+    """The CPU's model name and its `CPU_SIMD_FLAGS` from Linux's /proc/cpuinfo (or the text `cpuinfo`); where
+    there is none, the platform's processor string and no flags."""
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            cpuinfo = ""
+    fields = dict(line.split(":", 1) for line in cpuinfo.splitlines() if ":" in line)  # the last CPU's, all alike
+    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    flags = set(fields.get("flags", "").split())
+    return {"cpu_model": fields.get("model name") or platform.processor() or platform.machine(),
+            "cpu_simd": [f for f in CPU_SIMD_FLAGS if f in flags]}
+
+
 def machine() -> dict[str, Any]:
+    """What a measurement ran on: platform, CPU (model, vector extensions, cores), jax, devices, XLA flags."""
     return {
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
+        **cpu_model(),
         "cpu_count": os.cpu_count(),
         "jax": jax.__version__,
         "backend": jax.default_backend(),
