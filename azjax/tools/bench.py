@@ -417,8 +417,9 @@ def cpu_model(cpuinfo: str | None = None) -> dict[str, Any]:
             cpuinfo = Path("/proc/cpuinfo").read_text()
         except OSError:
             cpuinfo = ""
-    fields = dict(line.split(":", 1) for line in cpuinfo.splitlines() if ":" in line)  # the last CPU's, all alike
-    fields = {k.strip(): v.strip() for k, v in fields.items()}
+    # Each CPU repeats the same fields; the last one's are kept.
+    fields = {key.strip(): value.strip() for key, value in (line.split(":", 1) for line in cpuinfo.splitlines()
+                                                              if ":" in line)}
     flags = set(fields.get("flags", "").split())
     return {"cpu_model": fields.get("model name") or platform.processor() or platform.machine(),
             "cpu_simd": [f for f in CPU_SIMD_FLAGS if f in flags]}
