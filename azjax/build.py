@@ -206,7 +206,7 @@ def start_pool_size(config: Config) -> int:
     return config.archive_size if config.start_state_prob < 1 else config.start_queue_size
 
 
-def targets(config: Config, like: Config | None = None) -> Targets:
+def targets(config: Config, like: Config | None = None, game: Game | None = None) -> Targets:
     """What the replay records and the value target: z, or (1 - w) z + w q with `value_target_q_weight` w and
     q of kind `value_target_q`; TDLeaf(lambda) (`td_lambda` < 1 or `td_zero_unpredicted`) puts the
     lambda-return in z's place."""
@@ -214,7 +214,8 @@ def targets(config: Config, like: Config | None = None) -> Targets:
     mixes_q = like.value_target_q_weight > 0
     if like.td_lambda < 1 or like.td_zero_unpredicted:
         return TDLeafTargets(lam=config.td_lambda, zero_unpredicted=like.td_zero_unpredicted,
-                             q_weight=config.value_target_q_weight, mixes_q=mixes_q, q=like.value_target_q)
+                             q_weight=config.value_target_q_weight, mixes_q=mixes_q, q=like.value_target_q,
+                             game=game)
     return OutcomeTargets(q_weight=config.value_target_q_weight, mixes_q=mixes_q, q=like.value_target_q)
 
 
@@ -238,7 +239,8 @@ def loop_seams(config: Config, game: Game, net: PolicyValueNet, like: Config | N
     auxiliary = auxiliary_targets(config, game, like)
     logged = katago_aux.AuxiliaryValue(value, auxiliary.columns) if auxiliary.columns else value
     return Seams(search=search_policy(config, game, value.evaluator(net.apply), like), value=logged,
-                 starts=game_starts(config, game, net, like), targets=targets(config, like), auxiliary=auxiliary)
+                 starts=game_starts(config, game, net, like), targets=targets(config, like, game),
+                 auxiliary=auxiliary)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -86,7 +86,7 @@ def _jitted_moves_left(config: Config, game: Game) -> Callable[[Any, jax.Array],
 
 # The subtree under the moves played re-indexed into a tree of another size (static), before a search of another
 # visit count continues it: a small program per pair of sizes, so that the search itself is compiled once per size.
-_jitted_subtree = jax.jit(subtree, static_argnums=2)
+_jitted_subtree = jax.jit(subtree, static_argnums=(2, 3))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -255,12 +255,12 @@ class Engine:
             size = previous.node_visits.shape[1]
             if size < capacity or (size > capacity and spec.kind == "gumbel"):
                 # Another size: the subtree moves into a tree of this search's size (Gumbel: if it fits).
-                previous, _ = _jitted_subtree(previous, plies, capacity)
+                previous, _ = _jitted_subtree(previous, plies, capacity, self.game)
                 plies = np.full((1, MAX_REUSED_PLIES), -1, np.int32)
             elif size > capacity:
                 # A bigger PUCT tree (an analysis grew it): the subtree is searched on in that size, to this budget,
                 # so that nothing is dropped; it moves into a tree of this size once it fits (here or a move later).
-                moved, kept_nodes = _jitted_subtree(previous, plies, capacity)
+                moved, kept_nodes = _jitted_subtree(previous, plies, capacity, self.game)
                 if int(kept_nodes[0]) > 0:
                     previous, plies = moved, np.full((1, MAX_REUSED_PLIES), -1, np.int32)
                 else:

@@ -103,6 +103,16 @@ class Game:
     # The observation alone identifies the position, and its stones count the plies played (Connect Four);
     # Go's and chess's observations carry history planes. Lets a run count distinct positions exactly.
     observation_is_position: ClassVar[bool] = False
+    # The width of a search tree's nodes (`azjax.search.layout`): None, a child per action of the action space
+    # (the games whose action space is small); chess: 256 children, a node's legal moves (at most 218) in order.
+    search_width: ClassVar[int | None] = None
+
+    def legal_actions(self, state: GameState) -> Array:
+        """int32 [..., search_width]: the legal actions of each state in increasing order, -1 after the last.
+        Batched states give one row per game. Only for games with a `search_width`."""
+        if self.search_width is None:
+            raise ValueError(f"{self.name} searches over its whole action space (no search_width)")
+        return compact_actions(state.legal_action_mask, self.search_width)
 
     def policy_layout(self) -> tuple[int, np.ndarray] | None:
         """(planes, index int [num_actions]) where moves start from a board square (chess): move a's logit is the
@@ -183,6 +193,20 @@ class Game:
         if not bool(np.asarray(state.legal_action_mask)[action]):
             raise ValueError(f"illegal move: {text!r}")
         return action
+
+
+def compact_actions(mask: Array, width: int) -> Array:
+    """int32 [..., width]: the indices of the True entries of `mask` [..., A] in increasing order, -1 after the
+    last; entries past `width` are dropped (a caller sizes `width` to the most there can be)."""
+    rank = jnp.cumsum(mask, axis=-1, dtype=jnp.int32) - 1  # [..., A]: each True entry's place in the list
+    rank = jnp.where(mask & (rank < width), rank, width)  # the others write past the end, dropped
+    actions = jnp.broadcast_to(jnp.arange(mask.shape[-1], dtype=jnp.int32), mask.shape)
+    lead = mask.shape[:-1]
+    flat_rank = rank.reshape(-1, mask.shape[-1])
+    out = jnp.full((flat_rank.shape[0], width), -1, jnp.int32)
+    rows = jnp.arange(flat_rank.shape[0])[:, None]
+    out = out.at[rows, flat_rank].set(actions.reshape(flat_rank.shape), mode="drop")
+    return out.reshape(*lead, width)
 
 
 def where_games(mask: Array, new: Any, old: Any) -> Any:

@@ -99,6 +99,8 @@ class Chess(Game):
     has_fen: ClassVar[bool] = True
     notation_reads_position: ClassVar[bool] = True  # the mover's side and pawn promotions
     record_format: ClassVar[str] = "pgn"
+    # A chess position has at most 218 legal moves (of 4672 actions): a search tree keeps that many children a node.
+    search_width: ClassVar[int | None] = 256
 
     @property
     def is_chess(self) -> bool:

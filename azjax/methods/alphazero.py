@@ -360,7 +360,9 @@ def search_q(searched: Searched, kind: QKind) -> Array:
     to move. "policy": the value of the search's policy target (`azjax.search.policy_value`); "root": the
     root's mean backed-up value, which under Gumbel's sequential halving averages over losing moves too."""
     tree = searched.out.search_tree
-    return tree.node_values[:, 0] if kind == "root" else policy_value(tree, searched.policy_target)
+    if kind == "root":
+        return tree.node_values[:, 0]
+    return policy_value(tree, searched.policy_target, getattr(searched.out, "moves", None))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -44,6 +44,8 @@ from azjax.methods.alphazero import Searched
 from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec, run_search, search_inputs
 from azjax.search.contempt import contempt_on
 from azjax.search.core import search
+from azjax.search.game_search import game_actions
+from azjax.search.layout import to_actions
 from azjax.search.policies import (
     add_dirichlet_noise,
     apply_temperature,
@@ -238,7 +240,9 @@ class PlayoutCapSearch:
         out = forced_muzero_policy(params, key, root, recurrent_fn, s.num_simulations, invalid, k=self.forced_k,
                                    dirichlet_fraction=s.dirichlet_fraction, dirichlet_alpha=s.dirichlet_alpha,
                                    pb_c_init=s.pb_c_init)
-        return out, pruned_policy_target(out.search_tree, self.forced_k, pb_c_init=s.pb_c_init)
+        target = pruned_policy_target(out.search_tree, self.forced_k, pb_c_init=s.pb_c_init)
+        out = game_actions(self.game, states, out)  # a game searched over slots: its actions (`search.layout`)
+        return out, to_actions(target, getattr(out, "moves", None), self.game.num_actions)
 
     def _fast(self, params: Any, key: jax.Array, states: GameState) -> tuple[mctx.PolicyOutput, jax.Array]:
         out = run_search(self.fast_spec, self.game, self.evaluate, params, key, states)

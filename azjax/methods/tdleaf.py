@@ -38,8 +38,9 @@ import jax.numpy as jnp
 import mctx
 
 from azjax import replay as rb
-from azjax.games import GameState
+from azjax.games import Game, GameState
 from azjax.methods.alphazero import QKind, Records, Searched, mix_with_q, search_q
+from azjax.search.layout import node_moves, slot_action
 
 __all__ = ["PrincipalVariation", "TDLeafTargets", "lambda_returns", "mix_with_q", "move_predicted",
            "principal_variation", "ring_lambda_returns"]
@@ -194,6 +195,7 @@ class TDLeafTargets:
     q_weight: float = 0.0
     mixes_q: bool | None = None  # as `OutcomeTargets.mixes_q`
     q: QKind = "policy"  # as `OutcomeTargets.q`
+    game: Game | None = None  # the game, where it is searched over slots: the PV's moves as its actions
 
     def __post_init__(self) -> None:
         if self.mixes_q is None:
@@ -210,8 +212,14 @@ class TDLeafTargets:
         pv = principal_variation(tree)
         records = {"pv_value": pv.value}
         if self.zero_unpredicted:
+            first = pv.actions[:, 0]
             second = pv.actions[:, 1] if pv.actions.shape[1] > 1 else jnp.full_like(action, -1)
-            records.update(pv_first=pv.actions[:, 0].astype(jnp.float32), pv_second=second.astype(jnp.float32),
+            if self.game is not None and self.game.search_width is not None:  # slots as the game's actions
+                root = jnp.zeros_like(first)
+                child = tree.children_index[jnp.arange(first.shape[0]), 0, jnp.maximum(first, 0)]
+                first, second = slot_action(node_moves(self.game, tree, root), first), slot_action(
+                    node_moves(self.game, tree, child), second)
+            records.update(pv_first=first.astype(jnp.float32), pv_second=second.astype(jnp.float32),
                            action=action.astype(jnp.float32))
         if self.mixes_q:
             records["q"] = search_q(searched, self.q)

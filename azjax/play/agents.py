@@ -36,6 +36,8 @@ from azjax.games import Game, GameState, board_arrays
 from azjax.play.material import capture_values
 from azjax.search import Evaluator, SearchSpec, game_recurrent_fn, mask_logits, run_search, searched_choice
 from azjax.search.core import search
+from azjax.search.game_search import slot_logits
+from azjax.search.layout import search_moves
 
 ActFn = Callable[[Any, jax.Array, GameState], jax.Array]
 
@@ -201,13 +203,18 @@ def rollout_mcts_search(
     """UCT search with random playouts from every root in `states` ([B] games).
 
     Returns:
-      the mctx search tree; `tree.summary().visit_counts` [B, A] are the root's child visits.
+      the mctx search tree; `tree.summary().visit_counts` [B, A] are the root's child visits (over the root's
+      slots, `search_moves`, for a game with a `search_width`).
     """
     legal = states.legal_action_mask
     root_key, key = jax.random.split(key)
     root_value = mean_playout(game, root_key, states, num_rollouts)
+    moves = search_moves(game, states)
+    prior_logits = _legal_logits(legal)
+    if moves is not None:  # searched over slots (`azjax.search.layout`)
+        prior_logits, legal = slot_logits(prior_logits, legal, moves), moves >= 0
     root = mctx.RootFnOutput(
-        prior_logits=_legal_logits(legal),
+        prior_logits=prior_logits,
         value=jnp.where(states.terminated, 0.0, root_value),
         embedding=states,
     )
@@ -238,7 +245,11 @@ def _rollout_mcts_act(game: Game, num_simulations: int, c_uct: float, num_rollou
         tree = rollout_mcts_search(
             game, key, states, num_simulations=num_simulations, c_uct=c_uct, num_rollouts=num_rollouts
         )
-        return most_visited_action(tree, states.legal_action_mask)
+        moves = search_moves(game, states)
+        if moves is None:
+            return most_visited_action(tree, states.legal_action_mask)
+        slot = most_visited_action(tree, moves >= 0)
+        return jnp.take_along_axis(moves, slot[:, None], axis=1)[:, 0]
 
     return act
 

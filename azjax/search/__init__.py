@@ -3,7 +3,8 @@
 The modules: `game_search.py` (evaluators, the one recurrent function, `run_search` with PUCT or the Gumbel root,
 the one move chooser `choose_move`), `policies.py` (AlphaZero's PUCT and Gumbel policies, mctx's step for step),
 `contempt.py` (search-contempt, an extension of those policies), `core.py` (mctx's search loop with a backup
-that does not copy the tree), `readout.py` (root statistics and principal variations).
+that does not copy the tree), `readout.py` (root statistics and principal variations), `layout.py` (a tree as wide
+as the legal moves, for games with a `search_width`: chess).
 """
 
 from azjax.search.game_search import (
@@ -12,6 +13,7 @@ from azjax.search.game_search import (
     ParentAwareEvaluator,
     SearchSpec,
     choose_move,
+    game_actions,
     game_recurrent_fn,
     gumbel_qtransform,
     make_recurrent_fn,
@@ -32,6 +34,7 @@ __all__ = [
     "ParentAwareEvaluator",
     "SearchSpec",
     "choose_move",
+    "game_actions",
     "game_recurrent_fn",
     "gumbel_qtransform",
     "make_recurrent_fn",

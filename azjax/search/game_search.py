@@ -32,6 +32,7 @@ import mctx
 
 from azjax.games import Game, GameState
 from azjax.search.contempt import Contempt, contempt_on
+from azjax.search.layout import SearchOutput, search_moves, to_actions, to_slots
 from azjax.search.policies import gumbel_muzero_policy, muzero_policy
 
 Evaluator = Callable[[Any, GameState], tuple[jax.Array, jax.Array]]
@@ -96,8 +97,8 @@ def mask_logits(logits: jax.Array, legal: jax.Array) -> jax.Array:
 
 
 def root_fn(game: Game, evaluate: Evaluator, params: Any, states: GameState) -> mctx.RootFnOutput:
-    """The root's priors and value; its embedding is `states` (a `ParentAwareEvaluator`: (states, context))."""
-    del game
+    """The root's priors (over slots for a game with a `search_width`, `azjax.search.layout`) and value; its
+    embedding is `states` (a `ParentAwareEvaluator`: (states, context))."""
     if isinstance(evaluate, ParentAwareEvaluator):
         logits, value, context = evaluate.root(params, states)
         embedding = (states, context)
@@ -105,10 +106,18 @@ def root_fn(game: Game, evaluate: Evaluator, params: Any, states: GameState) -> 
         logits, value = evaluate(params, states)
         embedding = states
     return mctx.RootFnOutput(
-        prior_logits=mask_logits(logits, states.legal_action_mask),
+        prior_logits=slot_logits(logits, states.legal_action_mask, search_moves(game, states)),
         value=jnp.where(states.terminated, 0.0, value),
         embedding=embedding,
     )
+
+
+def slot_logits(logits: jax.Array, legal: jax.Array, moves: jax.Array | None) -> jax.Array:
+    """A node's prior logits [B, W]: the network's `logits` [B, A] masked to the `legal` actions [B, A], or (a game
+    searched over slots) gathered to `moves` [B, W] and masked to the filled slots."""
+    if moves is None:
+        return mask_logits(logits, legal)
+    return mask_logits(to_slots(logits, moves), moves >= 0)
 
 
 # (params, key, states [B] after the move, the parent's context) -> (prior logits [B, A] (masked), value [B] for
@@ -126,16 +135,31 @@ def game_recurrent_fn(game: Game, leaf: LeafFn, with_context: bool = False,
     The embedding is the states [B], or (states, context) with `with_context` (a `ParentAwareEvaluator`).
     With `twofold_draws` a move that repeats an earlier position ends the game there as a draw (Lc0), in the tree
     only: the roots and the games played keep the game's own rules.
+
+    A game with a `search_width` is searched over slots (`azjax.search.layout`): the action is a slot of the
+    node's legal-action list, and the priors the leaf gives over the game's actions are gathered to the child's
+    slots. An empty slot of a live position is an illegal move, which loses at once, as pgx rules an illegal
+    action (mctx may select one below the root, where it masks nothing).
     """
     step = (lambda s, a: game.draw_repetition(game.step(s, a))) if twofold_draws else game.step
+    compact = game.search_width is not None
 
     def recurrent_fn(params: Any, key: jax.Array, action: jax.Array, embedding: Any):
         states, parent_context = embedding if with_context else (embedding, None)
         mover = states.current_player
         was_terminal = states.terminated
+        illegal = jnp.zeros_like(was_terminal)
+        if compact:
+            action = jnp.take_along_axis(search_moves(game, states), action[:, None], axis=1)[:, 0]
+            illegal = (action < 0) & ~was_terminal
+            action = jnp.maximum(action, 0)
         states = jax.vmap(step)(states, action)
         prior_logits, value, context = leaf(params, key, states, parent_context)
         reward = jnp.take_along_axis(states.rewards, mover[:, None], axis=1)[:, 0]
+        if compact:
+            prior_logits = slot_logits(prior_logits, states.legal_action_mask, search_moves(game, states))
+            reward = jnp.where(illegal, -1.0, reward)
+            states = states.replace(env=states.env.replace(terminated=states.terminated | illegal))
         done = states.terminated | was_terminal
         output = mctx.RecurrentFnOutput(
             reward=jnp.where(was_terminal, 0.0, reward),
@@ -179,7 +203,8 @@ def search_inputs(game: Game, evaluate: Evaluator | ParentAwareEvaluator, params
     """What any mctx policy needs to search from `states` ([B] games): (root, recurrent_fn, invalid_actions
     [B, A]); `twofold_draws` as in `game_recurrent_fn`."""
     root = root_fn(game, evaluate, params, states)
-    invalid = ~states.legal_action_mask
+    moves = search_moves(game, states)
+    invalid = ~states.legal_action_mask if moves is None else moves < 0
     # A finished game has no legal move; give mctx something to search (the result is unused).
     invalid = jnp.where(invalid.all(axis=-1, keepdims=True), False, invalid)
     return root, make_recurrent_fn(game, evaluate, twofold_draws), invalid
@@ -196,8 +221,33 @@ def run_search(
     """Searches from every root in `states` ([B] games).
 
     Returns mctx's PolicyOutput: `action` [B], `action_weights` [B, A] (PUCT: visit distribution;
-    Gumbel: the improved policy), `search_tree`.
+    Gumbel: the improved policy), `search_tree`; for a game searched over slots a `SearchOutput`, whose
+    `moves` [B, W] map the tree's root slots to actions (`azjax.search.layout`).
     """
+    return game_actions(game, states, search_over_slots(spec, game, evaluate, params, key, states))
+
+
+def game_actions(game: Game, states: GameState, out: mctx.PolicyOutput) -> mctx.PolicyOutput:
+    """A search's output over the slots of `states` [B] with its action and action weights as the game's
+    (`SearchOutput`); the output as it is for a game searched over its whole action space."""
+    moves = search_moves(game, states)
+    if moves is None:
+        return out
+    action = jnp.take_along_axis(moves, out.action[:, None].astype(jnp.int32), axis=1)[:, 0]
+    return SearchOutput(action=action, action_weights=to_actions(out.action_weights, moves, game.num_actions),
+                        search_tree=out.search_tree, moves=moves)
+
+
+def search_over_slots(
+    spec: SearchSpec,
+    game: Game,
+    evaluate: Evaluator | ParentAwareEvaluator,
+    params: Any,
+    key: jax.Array,
+    states: GameState,
+) -> mctx.PolicyOutput:
+    """`run_search`'s search, its output over the tree's root slots (the game's actions where it has no
+    `search_width`)."""
     root, recurrent_fn, invalid = search_inputs(game, evaluate, params, states, spec.twofold_draws)
     # The two kinds differ only in their own knobs; search-contempt (n_scl) extends both.
     extension = Contempt(spec.n_scl) if contempt_on(spec.n_scl) else None
@@ -220,24 +270,27 @@ def root_q_values(tree: mctx.Tree) -> jax.Array:
     return tree.children_rewards[:, 0] + tree.children_discounts[:, 0] * tree.children_values[:, 0]
 
 
-def policy_value(tree: mctx.Tree, policy: jax.Array) -> jax.Array:
+def policy_value(tree: mctx.Tree, policy: jax.Array, moves: jax.Array | None = None) -> jax.Array:
     """float32 [B]: the root's value under `policy` [B, A] (e.g. the search's policy target), from the view of
     the player to move: sum_a policy(a) Q(a) over the visited root children, `policy` renormalised over them;
-    the root's mean backed-up value where `policy` weighs no visited child.
+    the root's mean backed-up value where `policy` weighs no visited child. `moves` [B, W]: the root's slots
+    (`SearchOutput.moves`) where the tree is searched over slots and `policy` is over the game's actions.
 
     Under PUCT with the visit distribution this is the root's value without its own network evaluation. Under
     Gumbel it is the value of the improved policy; the root's mean value there averages over every move that
     sequential halving visited, the losing ones included."""
     visited = tree.children_visits[:, 0] > 0
-    weights = jnp.where(visited, policy, 0.0)
+    weights = jnp.where(visited, to_slots(policy, moves), 0.0)
     total = weights.sum(axis=-1)
     value = (weights * jnp.where(visited, root_q_values(tree), 0.0)).sum(axis=-1) / jnp.where(total > 0, total, 1.0)
     return jnp.where(total > 0, value, tree.node_values[:, 0])
 
 
 def root_visit_counts(out: mctx.PolicyOutput) -> jax.Array:
-    """int32 [B, A]: the root's child visit counts."""
-    return out.search_tree.summary().visit_counts
+    """int32 [B, A]: the root's child visit counts, by the game's actions."""
+    counts = out.search_tree.summary().visit_counts
+    moves = getattr(out, "moves", None)
+    return counts if moves is None else to_actions(counts, moves, out.action_weights.shape[-1])
 
 
 def searched_choice(spec: SearchSpec, out: mctx.PolicyOutput) -> jax.Array:

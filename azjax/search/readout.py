@@ -23,12 +23,14 @@ from azjax.games import Game, GameState
 from azjax.search.game_search import (
     Evaluator,
     SearchSpec,
+    game_actions,
     gumbel_qtransform,
     root_q_values,
     run_search,
     search_inputs,
     searched_choice,
 )
+from azjax.search.layout import node_moves, slot_action, slot_of, to_actions
 from azjax.search.reuse import (
     empty_like_search,
     reused_gumbel_muzero_policy,
@@ -42,20 +44,23 @@ PV_LENGTH = 16  # maximum principal-variation length read out of a search
 TOP_K_PV = 16  # root children (by visits) that get their own PV (lz-analyze)
 
 
-def _pv_from(tree: Any, first: jax.Array, length: int) -> jax.Array:
-    """int32 [B, length]: `first` [B] then the most-visited child at each level, -1 where it stops."""
+def _pv_from(game: Game, tree: Any, first: jax.Array, length: int) -> jax.Array:
+    """int32 [B, length]: `first` [B] (a game action) then the most-visited child at each level, -1 where it stops.
+    The moves are the game's actions; the tree's slots where it is searched over them (`azjax.search.layout`)."""
     batch = jnp.arange(first.shape[0])
-    node = tree.children_index[batch, 0, first]
+    root = jnp.zeros_like(first)
+    first_slot = jnp.maximum(slot_of(node_moves(game, tree, root), first), 0)
+    node = tree.children_index[batch, 0, first_slot]
     pv = jnp.full((first.shape[0], length), -1, jnp.int32).at[:, 0].set(first)
-    alive = tree.children_visits[batch, 0, first] > 0
+    alive = tree.children_visits[batch, 0, first_slot] > 0
 
     def body(i: int, carry: tuple[jax.Array, jax.Array, jax.Array]):
         pv, node, alive = carry
         safe = jnp.maximum(node, 0)
-        visits = tree.children_visits[batch, safe]  # [B, A]
+        visits = tree.children_visits[batch, safe]  # [B, W]
         a = jnp.argmax(visits, axis=-1).astype(jnp.int32)
         alive = alive & (node >= 0) & (visits[batch, a] > 0)
-        pv = pv.at[:, i].set(jnp.where(alive, a, -1))
+        pv = pv.at[:, i].set(jnp.where(alive, slot_action(node_moves(game, tree, safe), a), -1))
         node = jnp.where(alive, tree.children_index[batch, safe, a], -1)
         return pv, node, alive
 
@@ -66,7 +71,7 @@ def _pv_from(tree: Any, first: jax.Array, length: int) -> jax.Array:
 def search_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator, params: Any, key: jax.Array,
                       states: GameState) -> dict[str, jax.Array]:
     """Runs `run_search` on `states` [B] and returns the root read-out (see the module docstring)."""
-    return tree_statistics(spec, run_search(spec, game, evaluate, params, key, states), states)
+    return tree_statistics(spec, game, run_search(spec, game, evaluate, params, key, states), states)
 
 
 def reused_search_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator, params: Any, key: jax.Array,
@@ -85,7 +90,7 @@ def reused_search_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator, 
     started with (0 where nothing was kept, and under Gumbel), and `kept_nodes` [B], the nodes it started with (the
     new tree's nodes [0, kept_nodes); the search evaluated the others)."""
     num_nodes = tree_size(spec.kind, spec.num_simulations)
-    kept, size = subtree(tree, plies, num_nodes)
+    kept, size = subtree(tree, plies, num_nodes, game)
     root, recurrent_fn, invalid = search_inputs(game, evaluate, params, states, spec.twofold_draws)
     if spec.kind == "gumbel":
         out = reused_gumbel_muzero_policy(params, key, kept, size, root, recurrent_fn, spec.num_simulations,
@@ -100,7 +105,8 @@ def reused_search_statistics(spec: SearchSpec, game: Game, evaluate: Evaluator, 
                                    pb_c_init=spec.pb_c_init, dirichlet_fraction=spec.dirichlet_fraction,
                                    dirichlet_alpha=spec.dirichlet_alpha)
         reused_visits = jnp.where(size > 0, kept.node_visits[:, mctx.Tree.ROOT_INDEX] - 1, 0)
-    stats = tree_statistics(spec, out, states)
+    out = game_actions(game, states, out)
+    stats = tree_statistics(spec, game, out, states)
     stats["reused_visits"] = reused_visits
     stats["kept_nodes"] = size
     return stats, out.search_tree
@@ -121,33 +127,39 @@ def empty_search_tree(spec: SearchSpec, game: Game, evaluate: Evaluator, params:
     return empty_like_search(jax.eval_shape(instantiate))
 
 
-def tree_statistics(spec: SearchSpec, out: mctx.PolicyOutput, states: GameState) -> dict[str, jax.Array]:
-    """The root read-out (see the module docstring) of a finished search `out` of `states` [B]."""
+def tree_statistics(spec: SearchSpec, game: Game, out: mctx.PolicyOutput, states: GameState) -> dict[str, jax.Array]:
+    """The root read-out (see the module docstring) of a finished search `out` of `states` [B], by the game's
+    actions (a tree over slots is read through `out.moves`, `azjax.search.layout`)."""
     tree = out.search_tree
+    moves = getattr(out, "moves", None)
+    num_actions = game.num_actions
     batch = jnp.arange(states.legal_action_mask.shape[0])
-    legal = states.legal_action_mask
-    n = tree.children_visits[:, 0]  # [B, A]
+    legal = states.legal_action_mask if moves is None else moves >= 0  # [B, W]
+    n = tree.children_visits[:, 0]  # [B, W]
     logits = jnp.where(legal, tree.children_prior_logits[:, 0], -jnp.inf)
     p = jax.nn.softmax(logits, axis=-1)
     p = jnp.where(legal, p, 0.0)
     root_value = tree.node_values[:, 0]
+    child = tree.children_index[:, 0]  # [B, W]
+    expanded = child >= 0
+    child_raw = jnp.take_along_axis(tree.raw_values, jnp.maximum(child, 0), axis=1)
+    v = tree.children_rewards[:, 0] + tree.children_discounts[:, 0] * child_raw
     q_raw = root_q_values(tree)
+    # From here on by the game's actions.
+    n, p, v, q_raw = (to_actions(x, moves, num_actions) for x in (n, p, v, q_raw))
+    expanded = to_actions(expanded, moves, num_actions, False)
     q = jnp.where(n > 0, q_raw, root_value[:, None])
     n_parent = jnp.sum(n, axis=-1, keepdims=True).astype(jnp.float32)
     c = spec.pb_c_init + jnp.log((n_parent + PB_C_BASE + 1.0) / PB_C_BASE)
     u = c * p * jnp.sqrt(n_parent) / (1.0 + n)
-    child = tree.children_index[:, 0]  # [B, A]
-    expanded = child >= 0
-    child_raw = jnp.take_along_axis(tree.raw_values, jnp.maximum(child, 0), axis=1)
-    v = tree.children_rewards[:, 0] + tree.children_discounts[:, 0] * child_raw
     best = searched_choice(spec, out)
     best_q = jnp.where(n[batch, best] > 0, q_raw[batch, best], root_value)
     k = min(TOP_K_PV, n.shape[-1])
     _, top = jax.lax.top_k(n + 1e-6 * p, k)  # [B, K]
     top = top.astype(jnp.int32)
-    top_pv = jax.vmap(lambda first: _pv_from(tree, first, PV_LENGTH), in_axes=1, out_axes=1)(top)
+    top_pv = jax.vmap(lambda first: _pv_from(game, tree, first, PV_LENGTH), in_axes=1, out_axes=1)(top)
     return dict(
         n=n.astype(jnp.int32), p=p, q=q, u=u, v=v, expanded=expanded, best=best, best_q=best_q,
-        root_value=root_value, net_value=tree.raw_values[:, 0], pv=_pv_from(tree, best, PV_LENGTH),
+        root_value=root_value, net_value=tree.raw_values[:, 0], pv=_pv_from(game, tree, best, PV_LENGTH),
         top=top, top_pv=top_pv,
     )  # fmt: skip

@@ -53,7 +53,9 @@ import mctx
 from mctx._src import action_selection as mctx_action_selection
 from mctx._src import search as mctx_search
 
+from azjax.games import Game
 from azjax.search.core import backward
+from azjax.search.layout import node_moves, slot_of
 from azjax.search.policies import (
     mask_invalid_actions,
     masked_argmax,
@@ -85,22 +87,29 @@ def tree_size(kind: str, num_simulations: int) -> int:
     return num_simulations + 1 if kind == "puct" else 2 * num_simulations + 1
 
 
-def _descend(tree: mctx.Tree, plies: jax.Array) -> jax.Array:
-    """int32 [B]: the node reached from the root by `plies` ([B, P], -1 = stay); -1 where a move leads to a
-    child the search never expanded."""
+def _descend(tree: mctx.Tree, plies: jax.Array, game: Game | None = None) -> jax.Array:
+    """int32 [B]: the node reached from the root by `plies` ([B, P] game actions, -1 = stay); -1 where a move
+    leads to a child the search never expanded (or is no legal move there). `game`: needed where the game is
+    searched over slots (`azjax.search.layout`), whose slots the actions are looked up in."""
     batch = jnp.arange(plies.shape[0])
     node = jnp.zeros(plies.shape[0], jnp.int32)
     for p in range(plies.shape[1]):  # P is 1 or 2: a static unroll over plies, not over games
         action = plies[:, p]
-        child = tree.children_index[batch, jnp.maximum(node, 0), jnp.maximum(action, 0)]
+        if game is not None and game.search_width is not None:
+            slot = slot_of(node_moves(game, tree, node), action)
+            child = jnp.where(slot >= 0, tree.children_index[batch, jnp.maximum(node, 0), jnp.maximum(slot, 0)], -1)
+        else:
+            child = tree.children_index[batch, jnp.maximum(node, 0), jnp.maximum(action, 0)]
         node = jnp.where((action < 0) | (node < 0), node, child)
     return node
 
 
-def subtree(tree: mctx.Tree, plies: jax.Array, num_nodes: int | None = None) -> tuple[mctx.Tree, jax.Array]:
+def subtree(tree: mctx.Tree, plies: jax.Array, num_nodes: int | None = None,
+            game: Game | None = None) -> tuple[mctx.Tree, jax.Array]:
     """The subtree under the moves `plies` (int32 [B, P], from the root; -1 = no move: trailing -1s stay at the
     node reached, so one compiled function serves 0, 1 and 2 plies) as a tree of `num_nodes` nodes (default:
-    `tree`'s) whose root is that node.
+    `tree`'s) whose root is that node. `game` (its actions are looked up in a tree searched over slots) is needed
+    for a game with a `search_width`.
 
     Returns (tree, size): size int32 [B] is the number of nodes kept, packed into nodes [0, size); 0 (an empty
     tree) where the node reached was never expanded or visited, or its subtree has more than `num_nodes` nodes.
@@ -110,7 +119,7 @@ def subtree(tree: mctx.Tree, plies: jax.Array, num_nodes: int | None = None) -> 
     batch_size, old_nodes = tree.node_visits.shape
     num_nodes = old_nodes if num_nodes is None else int(num_nodes)
     batch = jnp.arange(batch_size)
-    reached = _descend(tree, plies.astype(jnp.int32))
+    reached = _descend(tree, plies.astype(jnp.int32), game)
     root = jnp.maximum(reached, 0)
 
     # Every node walks up at once; it belongs to the subtree iff it meets `root`. Ancestors have smaller indices,

@@ -54,6 +54,7 @@ from azjax.config import Config, preset
 from azjax.games import where_games
 from azjax.search import choose_move, search_inputs
 from azjax.search.core import search
+from azjax.search.game_search import game_actions
 from azjax.train.loop import Trainer
 
 
@@ -99,6 +100,7 @@ def plain_loop(trainer: Trainer) -> Callable[[Any, Any, jax.Array], tuple[Any, j
         out = mctx.gumbel_muzero_policy(params, k1, root, recurrent_fn, num_simulations=cfg.num_simulations,
                                         invalid_actions=invalid,
                                         max_num_considered_actions=cfg.max_num_considered_actions)
+        out = game_actions(game, states, out)  # the tree's root slots as the game's actions (`search.layout`)
         states = jax.vmap(game.step)(states, out.action)
         states = restart_finished(game, k2, states)
         return states, out.action_weights

@@ -30,6 +30,7 @@ from azjax.search import (
     run_search,
     search_inputs,
 )
+from azjax.search.layout import search_moves, slot_of
 from azjax.search.policies import gumbel_muzero_policy, muzero_policy
 
 PUCT = SearchSpec(kind="puct", num_simulations=64, dirichlet_fraction=0.0)
@@ -129,8 +130,9 @@ def test_with_twofold_draws_a_move_that_repeats_a_position_is_a_drawn_leaf_of_th
         state = step(state, chess.parse_action(state, move))
     states = jax.tree.map(lambda x: jnp.stack([x, x]), state)
     actions = jnp.int32([chess.parse_action(state, "f3g1"), chess.parse_action(state, "e2e4")])
+    slots = slot_of(search_moves(chess, states), actions)  # chess is searched over slots (azjax/search/layout.py)
     recurrent = jax.jit(make_recurrent_fn(chess, constant_evaluator, twofold_draws=True))
-    out, after = recurrent(params_for(chess, value=0.25), jax.random.PRNGKey(0), actions, states)
+    out, after = recurrent(params_for(chess, value=0.25), jax.random.PRNGKey(0), slots, states)
     np.testing.assert_array_equal(out.discount, [0.0, -1.0])
     np.testing.assert_array_equal(out.value, [0.0, 0.25])
     np.testing.assert_array_equal(out.reward, [0.0, 0.0])
