@@ -59,9 +59,9 @@ def sparse_policy(dense: jax.Array, width: int) -> SparsePolicy:
     num_actions = dense.shape[-1]
     # Nonzero by its bits, not by `!= 0`: XLA's CPU backend reads subnormal floats as zero in comparisons.
     nonzero = jax.lax.bitcast_convert_type(dense.astype(jnp.float32), jnp.uint32) != 0
-    if not isinstance(dense, jax.core.Tracer):
-        most = int(jnp.max(jnp.sum(nonzero, axis=-1), initial=0))
-        if most > width:
+    most = jnp.max(jnp.sum(nonzero, axis=-1), initial=0)
+    if not isinstance(most, jax.core.Tracer):  # a concrete call (inside jit even a constant target is traced)
+        if int(most) > width:
             raise ValueError(f"a policy target has {most} nonzero entries, more than the replay's width {width}")
     flat = dense.reshape(-1, num_actions)
     actions = jax.vmap(lambda row: jnp.nonzero(row, size=width, fill_value=-1)[0])(nonzero.reshape(-1, num_actions))

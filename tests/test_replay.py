@@ -66,6 +66,24 @@ def test_a_target_with_more_nonzeros_than_the_width_is_refused() -> None:
     rb.sparse_policy(jnp.asarray(dense), 9)  # as wide as its widest row: kept
 
 
+def test_a_jitted_write_compiles_with_a_constant_target_and_keeps_it() -> None:
+    """Inside jit even a target closed over as a constant is traced: the width is checked on concrete calls only
+    (`azjax bench --breakdown` writes the same search output at every move)."""
+    dense = _random_targets(np.random.default_rng(3), 2, 40, 8)
+    replay = rb.init_replay(4, (1,), jnp.float32, 40, num_slots=2, policy_width=8)
+    target = jnp.asarray(dense)
+
+    def writes(r: rb.Replay) -> rb.Replay:  # a scan over moves, each writing the same constant target
+        return jax.lax.scan(lambda r, _: (_write2(r, target), None), r, jnp.arange(2))[0]
+
+    written = jax.jit(writes)(replay)
+    assert _bytes(rb.policy_rows(written, jnp.arange(2), 40)) == _bytes(dense)
+
+
+def _write2(replay: rb.Replay, policy: rb.PolicyTarget) -> rb.Replay:
+    return rb.write(replay, jnp.int32(0), jnp.zeros((2, 1)), policy, jnp.zeros(2, jnp.int32), jnp.zeros(2, jnp.int32))
+
+
 def _write(replay: rb.Replay, policy: rb.PolicyTarget) -> rb.Replay:
     b = 3
     return rb.write(replay, jnp.int32(0), jnp.zeros((b, 1)), policy, jnp.zeros(b, jnp.int32), jnp.zeros(b, jnp.int32))
