@@ -7,6 +7,14 @@ Each entry remembers the id of the game it came from (a per-slot counter). When 
 entry's player to move) and becomes available for sampling. An entry whose game has not ended yet
 is never sampled; one overwritten before its game ended is simply lost.
 
+What a position's observation and policy target cost is the game's to say. `obs` holds what
+`Game.pack_observation` makes of the observations, a pytree of arrays (Connect Four, Go: the bool planes
+themselves; chess: 0/1 planes as bytes and two counts as integers); the loop unpacks a sampled batch. `policy`
+holds the search's target dense, [N, A] float32, or, for a game whose legal moves are far fewer than its actions
+(`Game.policy_width`; chess: 256 of 4672), as a `SparsePolicy` of W (action, probability) pairs per entry,
+expanded to the dense rows a batch trains on when it is sampled (`policy_rows`): the same float32 values at the
+same actions, zeros elsewhere. `write` takes either form of target and stores it in the replay's.
+
 Methods keep more per position in `extras` (name -> [N] array), for example SAI's signed komi `kbar`
 (the loss forms rho(0) with it) or the search's value `q` of q-mixed value targets
 (`azjax.methods.alphazero.OutcomeTargets`); a plain AlphaZero replay has none.
@@ -20,24 +28,97 @@ only once no entry of its previous game is left. Filling a game costs [B, ...] p
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import jax
 import jax.numpy as jnp
 from flax import struct
+
+
+class SparsePolicy(NamedTuple):
+    """A policy target as W (action, probability) pairs per position, [..., W] each.
+
+    actions: int [..., W], distinct action ids; a negative id marks padding (its probability is 0).
+    probs: float32 [..., W], the target's probability of each action; every action not listed has 0.
+    """
+
+    actions: jax.Array
+    probs: jax.Array
+
+
+PolicyTarget = jax.Array | SparsePolicy  # dense float32 [..., A], or sparse
+
+
+def sparse_policy(dense: jax.Array, width: int) -> SparsePolicy:
+    """The nonzero entries of dense targets [..., A] (every entry but +0.0, subnormal ones too) as `SparsePolicy`
+    [..., width], in action order, padded with action -1 (int16 ids where A allows).
+
+    A row with more than `width` nonzeros would lose the last ones. Called with concrete values this raises
+    ValueError; traced (in the loop) it cannot happen where `width` is at least the game's most legal moves, the
+    search's target being zero off the legal moves."""
+    num_actions = dense.shape[-1]
+    # Nonzero by its bits, not by `!= 0`: XLA's CPU backend reads subnormal floats as zero in comparisons.
+    nonzero = jax.lax.bitcast_convert_type(dense.astype(jnp.float32), jnp.uint32) != 0
+    most = jnp.max(jnp.sum(nonzero, axis=-1), initial=0)
+    if not isinstance(most, jax.core.Tracer):  # a concrete call (inside jit even a constant target is traced)
+        if int(most) > width:
+            raise ValueError(f"a policy target has {most} nonzero entries, more than the replay's width {width}")
+    flat = dense.reshape(-1, num_actions)
+    actions = jax.vmap(lambda row: jnp.nonzero(row, size=width, fill_value=-1)[0])(nonzero.reshape(-1, num_actions))
+    probs = jnp.where(actions >= 0, jnp.take_along_axis(flat, jnp.maximum(actions, 0), axis=-1), 0.0)
+    lead = dense.shape[:-1]
+    return SparsePolicy(actions.astype(_action_dtype(num_actions)).reshape(*lead, width),
+                        probs.astype(jnp.float32).reshape(*lead, width))
+
+
+def dense_policy(policy: SparsePolicy, num_actions: int) -> jax.Array:
+    """float32 [..., num_actions]: each listed probability at its action (the stored float32 as is), 0 elsewhere."""
+    width = policy.actions.shape[-1]
+    lead = policy.actions.shape[:-1]
+    actions = policy.actions.reshape(-1, width).astype(jnp.int32)
+    actions = jnp.where(actions >= 0, actions, num_actions)  # padding: out of range, dropped by the scatter
+    rows = jnp.arange(actions.shape[0])[:, None]
+    dense = jnp.zeros((actions.shape[0], num_actions), jnp.float32)
+    dense = dense.at[rows, actions].set(policy.probs.reshape(-1, width).astype(jnp.float32), mode="drop")
+    return dense.reshape(*lead, num_actions)
+
+
+def _action_dtype(num_actions: int) -> jnp.dtype:
+    return jnp.dtype(jnp.int16) if num_actions <= jnp.iinfo(jnp.int16).max else jnp.dtype(jnp.int32)
+
+
+def _as_stored(policy: PolicyTarget, stored: PolicyTarget) -> PolicyTarget:
+    """`policy` ([B, A] dense or sparse [B, w]) in the layout of the replay's `stored` policy."""
+    if not isinstance(stored, SparsePolicy):
+        return dense_policy(policy, stored.shape[-1]) if isinstance(policy, SparsePolicy) else policy
+    width = stored.actions.shape[-1]
+    if not isinstance(policy, SparsePolicy):
+        return sparse_policy(policy, width)
+    if policy.actions.shape[-1] > width:  # a wider sparse target: keep its nonzero pairs
+        kept = sparse_policy(policy.probs, width)
+        pick = lambda x: jnp.take_along_axis(x, jnp.maximum(kept.actions, 0).astype(jnp.int32), -1)  # noqa: E731
+        policy = SparsePolicy(jnp.where(kept.actions >= 0, pick(policy.actions), -1), kept.probs)
+    pad = [(0, 0)] * (policy.actions.ndim - 1) + [(0, width - policy.actions.shape[-1])]
+    actions = jnp.where(policy.actions >= 0, policy.actions, -1)  # every padding id as the replay writes it
+    return SparsePolicy(jnp.pad(actions, pad, constant_values=-1).astype(stored.actions.dtype),
+                        jnp.pad(policy.probs, pad).astype(jnp.float32))
 
 
 @struct.dataclass
 class Replay:
     """Shapes: N entries.
 
-    obs [N, *obs_shape] (the game's observation dtype), policy [N, A] float32 (search target),
+    obs: the stored observations, a pytree of [N, ...] arrays (`Game.pack_observation`; Connect Four, Go: one
+    array [N, *obs_shape] of the observation's dtype), policy: the search targets, [N, A] float32 or a
+    `SparsePolicy` [N, W] (read them as dense rows with `policy_rows`),
     value [N] float32 (outcome z, valid where has_target), player [N] int32 (player to move),
     game_id [N] int32 (the game's id within its slot; -1 = empty), has_target [N] bool,
     extras: name -> [N] float32, what the loop's methods record per position (see the module docstring).
     finals: name -> [N / B, B, ...], what a finished game gives its positions, once per game (`fill_finals`).
     """
 
-    obs: jax.Array
-    policy: jax.Array
+    obs: Any
+    policy: PolicyTarget
     value: jax.Array
     player: jax.Array
     game_id: jax.Array
@@ -53,13 +134,26 @@ FinalSpec = dict[str, tuple[tuple[int, ...], jnp.dtype]]  # name -> (shape per g
 
 
 def init_replay(size: int, obs_shape: tuple[int, ...], obs_dtype: jnp.dtype, num_actions: int,
-                extras: tuple[str, ...] = (), finals: FinalSpec | None = None, num_slots: int = 1) -> Replay:
+                extras: tuple[str, ...] = (), finals: FinalSpec | None = None, num_slots: int = 1, *,
+                obs_layout: Any = None, policy_width: int | None = None) -> Replay:
     """An empty replay of `size` entries keeping the named `extras` (float32 each) too, and per-game `finals`
-    for the `num_slots` game slots that write it (B; `size` a multiple of it)."""
+    for the `num_slots` game slots that write it (B; `size` a multiple of it).
+
+    obs_layout: one position's stored observation, a pytree of `jax.ShapeDtypeStruct` (what
+    `Game.pack_observation` makes of one observation); None: one array of `obs_shape` and `obs_dtype`.
+    policy_width: keep each policy target as a `SparsePolicy` of this many pairs; None: dense [A] rows.
+    """
     rows = size // num_slots
+    if obs_layout is None:
+        obs_layout = jax.ShapeDtypeStruct(tuple(obs_shape), obs_dtype)
+    if policy_width is None:
+        policy: PolicyTarget = jnp.zeros((size, num_actions), jnp.float32)
+    else:
+        policy = SparsePolicy(jnp.full((size, policy_width), -1, _action_dtype(num_actions)),
+                              jnp.zeros((size, policy_width), jnp.float32))
     return Replay(
-        obs=jnp.zeros((size, *obs_shape), obs_dtype),
-        policy=jnp.zeros((size, num_actions), jnp.float32),
+        obs=jax.tree.map(lambda x: jnp.zeros((size, *x.shape), x.dtype), obs_layout),
+        policy=policy,
         value=jnp.zeros((size,), jnp.float32),
         player=jnp.zeros((size,), jnp.int32),
         game_id=jnp.full((size,), -1, jnp.int32),
@@ -69,12 +163,14 @@ def init_replay(size: int, obs_shape: tuple[int, ...], obs_dtype: jnp.dtype, num
     )
 
 
-def write(replay: Replay, ptr: jax.Array, obs: jax.Array, policy: jax.Array, player: jax.Array,
+def write(replay: Replay, ptr: jax.Array, obs: Any, policy: PolicyTarget, player: jax.Array,
           game_id: jax.Array, extras: dict[str, jax.Array] | None = None) -> Replay:
     """Writes one position for each of the B game slots at entries [ptr, ptr + B).
 
     `ptr` must be a multiple of B (it is `(moves * B) % N` in the loop), so slot b lands on an
-    entry with index % B == b. `extras` (name -> [B]) must name exactly the replay's extras.
+    entry with index % B == b. `obs`: the stored form of the observations, leaves [B, ...] in the replay's
+    structure (`Game.pack_observation`). `policy`: the search targets, dense [B, A] or a `SparsePolicy` [B, w],
+    stored in the replay's layout whichever it is. `extras` (name -> [B]) must name exactly the replay's extras.
     """
     extras = extras or {}
     if set(extras) != set(replay.extras):
@@ -86,8 +182,8 @@ def write(replay: Replay, ptr: jax.Array, obs: jax.Array, policy: jax.Array, pla
 
     b = player.shape[0]
     return replay.replace(
-        obs=put(replay.obs, obs),
-        policy=put(replay.policy, policy),
+        obs=jax.tree.map(put, replay.obs, obs),
+        policy=jax.tree.map(put, replay.policy, _as_stored(policy, replay.policy)),
         value=put(replay.value, jnp.zeros((b,), jnp.float32)),
         player=put(replay.player, player),
         game_id=put(replay.game_id, game_id),
@@ -147,3 +243,17 @@ def sample_indices(trainable: jax.Array, key: jax.Array, batch_size: int) -> jax
 def recorded(replay: Replay, idx: jax.Array) -> dict[str, jax.Array]:
     """The extras of entries `idx` ([batch]): name -> [batch]."""
     return {name: x[idx] for name, x in replay.extras.items()}
+
+
+def stored_obs(replay: Replay, idx: jax.Array) -> Any:
+    """The stored observations of entries `idx` ([batch]), leaves [batch, ...] (`Game.unpack_observation` gives
+    the observations)."""
+    return jax.tree.map(lambda x: x[idx], replay.obs)
+
+
+def policy_rows(replay: Replay, idx: jax.Array, num_actions: int) -> jax.Array:
+    """float32 [batch, num_actions]: the policy targets of entries `idx` ([batch]) as dense rows, whichever layout
+    the replay keeps."""
+    if isinstance(replay.policy, SparsePolicy):
+        return dense_policy(SparsePolicy(replay.policy.actions[idx], replay.policy.probs[idx]), num_actions)
+    return replay.policy[idx]

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from azjax import build
+from azjax import replay as rb
 from azjax.build import init_params, make_network
 from azjax.config import Config, preset
 from azjax.games import make_game
@@ -57,8 +58,8 @@ def test_value_head_output_varies_across_positions_after_a_short_run(game: str, 
             stds.append(float(m["value_std"]))
             assert 0.0 < float(m["value_head_active"]) < 1.0 and 0.0 < float(m["policy_head_active"]) < 1.0
     assert stds and min(stds) > 1e-3, stds
-    written = np.asarray(state.replay.game_id) >= 0
-    obs = jnp.asarray(np.asarray(state.replay.obs)[written])
+    written = jnp.asarray(np.flatnonzero(np.asarray(state.replay.game_id) >= 0))
+    obs = trainer.game.unpack_observation(rb.stored_obs(state.replay, written))
     assert _value_spread(trainer, state.params, obs) > 1e-3
     # The check fails for a network whose value is a constant.
     assert _value_spread(trainer, _constant_head(state.params), obs) < 1e-6

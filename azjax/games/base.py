@@ -114,6 +114,21 @@ class Game:
             raise ValueError(f"{self.name} searches over its whole action space (no search_width)")
         return compact_actions(state.legal_action_mask, self.search_width)
 
+    # The replay keeps a position's policy target as this many (action, probability) pairs instead of a dense
+    # [num_actions] row (`azjax.replay.SparsePolicy`): at least the most legal moves any position has, since the
+    # search's target is zero off the legal moves. None: dense (the legal moves are not far fewer than the actions).
+    policy_width: ClassVar[int | None] = None
+
+    def pack_observation(self, obs: Array) -> Any:
+        """What the replay stores of observations `obs` [..., *observation_shape]: a pytree of arrays with the
+        same leading axes, which `unpack_observation` turns back into `obs` bit for bit. Default: `obs` itself
+        (Connect Four's and Go's observations are bool planes already)."""
+        return obs
+
+    def unpack_observation(self, packed: Any) -> Array:
+        """The observations [..., *observation_shape] (the observation's dtype) that `pack_observation` packed."""
+        return packed
+
     def policy_layout(self) -> tuple[int, np.ndarray] | None:
         """(planes, index int [num_actions]) where moves start from a board square (chess): move a's logit is the
         policy head's output at flat position index[a] of its [H, W, planes] planes (`Config.policy_head="conv"`).

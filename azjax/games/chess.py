@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -53,6 +53,48 @@ def material_result(board: Array, margin: float, result: str = "margin") -> Arra
     return jnp.where(diff >= margin, 1.0, jnp.where(diff <= -margin, -1.0, 0.0)).astype(jnp.float32)
 
 
+# pgx's observation planes [8, 8, 119]: 8 positions x 14 planes (own pieces, opponent's pieces, two repetition
+# flags), then colour, ply count step_count / 512, four castling rights, fifty-move count halfmove_count / 100.
+# All but the two counts are 0/1.
+PLY_PLANE, HALFMOVE_PLANE = 113, 118
+PLY_SCALE, HALFMOVE_SCALE = 512, 100.0  # pgx's MAX_TERMINATION_STEPS, and its divisor of the halfmove count
+
+
+class PackedObservation(NamedTuple):
+    """Chess observations as the replay keeps them ([...] leading axes): 1 byte a 0/1 plane and the two counts as
+    integers, 7.5 KB a position instead of pgx's 30 KB of float32 planes.
+
+    planes: uint8 [..., 8, 8, 117], the 0/1 planes in pgx's order without the two count planes.
+    ply: int16 [...], pgx's step_count (plane 113 times 512). halfmove: int16 [...], its halfmove_count (plane 118
+    times 100).
+    """
+
+    planes: Array
+    ply: Array
+    halfmove: Array
+
+
+def pack_observation(obs: Array) -> PackedObservation:
+    """pgx chess observations [..., 8, 8, 119] float32 -> `PackedObservation`. The count planes are constant over
+    the board; rounding recovers the integer count exactly (k / 512 is exact, h / 100 is within half an ulp)."""
+    planes = jnp.concatenate([obs[..., :PLY_PLANE], obs[..., PLY_PLANE + 1:HALFMOVE_PLANE]], axis=-1)
+    ply = jnp.round(obs[..., 0, 0, PLY_PLANE] * PLY_SCALE)
+    halfmove = jnp.round(obs[..., 0, 0, HALFMOVE_PLANE] * HALFMOVE_SCALE)
+    return PackedObservation(planes.astype(jnp.uint8), ply.astype(jnp.int16), halfmove.astype(jnp.int16))
+
+
+def unpack_observation(packed: PackedObservation) -> Array:
+    """float32 [..., 8, 8, 119]: the observations `pack_observation` packed, bit for bit. The counts are divided by
+    pgx's own expressions (`Game.observe` in pgx/_src/games/chess.py): XLA turns h / 100 into h * (1 / 100) there
+    and here alike, which differs from the IEEE quotient by an ulp for about a quarter of the counts."""
+    planes = packed.planes.astype(jnp.float32)
+    shape = (*planes.shape[:-1], 1)
+    ply = jnp.broadcast_to((packed.ply.astype(jnp.int32) / PLY_SCALE)[..., None, None, None], shape)
+    halfmove = jnp.broadcast_to((packed.halfmove.astype(jnp.float32) / HALFMOVE_SCALE)[..., None, None, None], shape)
+    return jnp.concatenate([planes[..., :PLY_PLANE], ply, planes[..., PLY_PLANE:HALFMOVE_PLANE - 1], halfmove],
+                           axis=-1)
+
+
 @functools.cache
 def _policy_index() -> np.ndarray:
     """int32 [64 * 73]: each pgx move's flat index into [8, 8, 73] move planes laid out as the observation."""
@@ -97,6 +139,8 @@ class Chess(Game):
     adjudicate_result: str = "margin"  # or "proportional" (`material_result`)
     adjudicate_scale: float = 1.0  # the adjudicated result times this: below 1 a lead is worth less than a mate
     has_fen: ClassVar[bool] = True
+    # 218 is the most legal moves of any chess position (R6R/3Q4/1Q4Q1/4Q3/2Q4Q/Q4Q2/pp1Q4/kBNN1KB1 w - - 0 1).
+    policy_width: ClassVar[int | None] = 256
     notation_reads_position: ClassVar[bool] = True  # the mover's side and pawn promotions
     record_format: ClassVar[str] = "pgn"
     # A chess position has at most 218 legal moves (of 4672 actions): a search tree keeps that many children a node.
@@ -105,6 +149,12 @@ class Chess(Game):
     @property
     def is_chess(self) -> bool:
         return True
+
+    def pack_observation(self, obs: Array) -> PackedObservation:
+        return pack_observation(obs)
+
+    def unpack_observation(self, packed: PackedObservation) -> Array:
+        return unpack_observation(packed)
 
     def policy_layout(self) -> tuple[int, np.ndarray]:
         """AlphaZero's 73 move planes at each from-square. pgx's move a is from-square a // 73 (file * 8 + rank,

@@ -46,7 +46,6 @@ import mctx
 import numpy as np
 from jax.sharding import PartitionSpec as P
 
-from azjax import replay as rb
 from azjax.build import load_model
 from azjax.cli.args import config_flags
 from azjax.cli.args import overrides as config_overrides
@@ -303,8 +302,8 @@ def bench_breakdown(game: str, config: Config, rounds: int = 3) -> dict[str, Any
             ptr = (i * trainer.sizes.num_envs) % trainer.sizes.replay_size
             extras = {**trainer.value.record(games), **trainer.targets.record(searched, games, searched.out.action),
                       **trainer.search.record(searched)}
-            r = rb.write(r, ptr, games.observation, searched.policy_target, games.current_player,
-                         jnp.full_like(games.current_player, i), extras)
+            r = trainer.write_positions(r, ptr, games, searched.policy_target, jnp.full_like(games.current_player, i),
+                                        extras)
             ended = jax.random.bernoulli(jax.random.fold_in(keys[0], i), 0.05, games.terminated.shape)
             return trainer.targets.game_ended(r, ptr, ended, jnp.full_like(games.current_player, i), games.rewards)
         return scan(body, replay, jnp.arange(moves))

@@ -220,7 +220,9 @@ class Trainer:
         self.mesh = Mesh(np.array(devices), (AXIS,))
         self.sizes = local_sizes(config, len(devices))
         self.sgd_unroll = sgd_unroll(devices[0])
-        self._obs_dtype = jax.eval_shape(lambda k: self.game.init(k).observation, jax.random.key(0)).dtype
+        # One position's observation as the replay stores it (`Game.pack_observation`).
+        self._obs_layout = jax.eval_shape(lambda k: self.game.pack_observation(self.game.init(k).observation),
+                                          jax.random.key(0))
 
         specs = self.state_specs()
         self.shardings = jax.tree.map(lambda s: NamedSharding(self.mesh, s), specs,
@@ -319,10 +321,11 @@ class Trainer:
             trajectory_moves=jnp.zeros((b,), jnp.int32),
             slots=slots,
         )
-        replay = rb.init_replay(self.sizes.replay_size, self.game.observation_shape, self._obs_dtype,
+        replay = rb.init_replay(self.sizes.replay_size, self.game.observation_shape, jnp.float32,
                                 self.game.num_actions,
                                 extras=(*self.value.records, *self.targets.records, *self.search.records),
-                                finals=self.auxiliary.finals, num_slots=b)
+                                finals=self.auxiliary.finals, num_slots=b, obs_layout=self._obs_layout,
+                                policy_width=self.game.policy_width)
         return LoopState(
             actors=actors,
             replay=replay,
@@ -358,8 +361,7 @@ class Trainer:
         ptr = (moves * self.sizes.num_envs) % self.sizes.replay_size
         extras = {**self.value.record(state), **self.targets.record(searched, state, action),
                   **self.search.record(searched)}
-        replay = rb.write(replay, ptr, state.observation, searched.policy_target, state.current_player,
-                          actors.game_id, extras)
+        replay = self.write_positions(replay, ptr, state, searched.policy_target, actors.game_id, extras)
         next_state = jax.vmap(self.game.step)(state, action)
         ended = next_state.terminated
         replay = self.targets.game_ended(replay, ptr, ended, actors.game_id, next_state.rewards)
@@ -393,11 +395,24 @@ class Trainer:
         )
         return (actors, replay, moves + 1, pool), stats
 
+    def write_positions(self, replay: rb.Replay, ptr: jax.Array, state: GameState, policy: rb.PolicyTarget,
+                        game_id: jax.Array, extras: dict[str, jax.Array]) -> rb.Replay:
+        """Writes the B positions `state` with their policy targets (dense [B, A] or `rb.SparsePolicy`) at replay
+        entries [ptr, ptr + B), in the replay's layout (the game's packed observations)."""
+        return rb.write(replay, ptr, self.game.pack_observation(state.observation), policy, state.current_player,
+                        game_id, extras)
+
+    def sampled(self, replay: rb.Replay, idx: jax.Array) -> tuple[jax.Array, jax.Array]:
+        """(observations [batch, *obs_shape] in the game's dtype, policy targets float32 [batch, A]) of replay
+        entries `idx` ([batch]): what SGD trains on, whatever the replay's layout."""
+        obs = self.game.unpack_observation(rb.stored_obs(replay, idx))
+        return obs, rb.policy_rows(replay, idx, self.game.num_actions)
+
     def _sgd_step(self, carry: tuple[Any, Any], key: jax.Array, replay: rb.Replay):
         params, opt_state = carry
         k_sample, k_aug = jax.random.split(key)
         idx = rb.sample_indices(self.trainable(replay), k_sample, self.sizes.batch_size)
-        obs, policy = replay.obs[idx], replay.policy[idx]
+        obs, policy = self.sampled(replay, idx)
         recorded = rb.recorded(replay, idx)
         value = self.targets.value_target(replay.value[idx], recorded)
         auxiliary_targets = self.auxiliary.sample(replay, idx)

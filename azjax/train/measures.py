@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -127,10 +128,13 @@ def written_rows(moves_before: int, moves_after: int, num_envs: int, replay_size
 
 
 def count_written(unique: UniqueStates, replay_obs: Any, moves_before: int, moves_after: int, num_envs: int,
-                  replay_size: int, num_devices: int) -> int:
-    """Adds the positions written during moves [moves_before, moves_after) to `unique`; returns the new ones."""
+                  replay_size: int, num_devices: int, unpack: Callable[[Any], Any] | None = None) -> int:
+    """Adds the positions written during moves [moves_before, moves_after) to `unique`; returns the new ones.
+    `replay_obs`: the replay's stored observations, which `unpack` (`Game.unpack_observation`; default: none
+    needed) turns into observations."""
     rows = written_rows(moves_before, moves_after, num_envs, replay_size, num_devices)
-    return unique.add(np.asarray(replay_obs[rows]))
+    stored = jax.tree.map(lambda x: np.asarray(x[rows]), replay_obs)
+    return unique.add(np.asarray(stored if unpack is None else unpack(stored)))
 
 
 def counts_unique_states(trainer: Any) -> bool:
@@ -166,7 +170,8 @@ class RunMeasures:
         if self.unique is not None:
             sizes = self.trainer.sizes
             new = count_written(self.unique, state.replay.obs, (step - 1) * cfg.moves_per_step,
-                                step * cfg.moves_per_step, sizes.num_envs, sizes.replay_size, sizes.num_devices)
+                                step * cfg.moves_per_step, sizes.num_envs, sizes.replay_size, sizes.num_devices,
+                                self.trainer.game.unpack_observation)
             out.update(unique_states=self.unique.total, unique_states_new=new)
         if self.probe is not None:
             losses = {}

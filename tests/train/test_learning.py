@@ -46,7 +46,7 @@ def _replay(trainer: Trainer, obs: jax.Array, policy: jax.Array, z: jax.Array,
             extras: dict[str, jax.Array] | None = None) -> rb.Replay:
     """A replay that holds exactly the batch, every entry with its target, as the loop's SGD step reads it."""
     n = obs.shape[0]
-    return rb.Replay(obs=obs, policy=policy, value=z, player=jnp.zeros((n,), jnp.int32),
+    return rb.Replay(obs=trainer.game.pack_observation(obs), policy=policy, value=z, player=jnp.zeros((n,), jnp.int32),
                      game_id=jnp.zeros((n,), jnp.int32), has_target=jnp.ones((n,), jnp.bool_),
                      extras=extras or {})
 
@@ -60,7 +60,8 @@ def _one_hot_legal(states: Any, rng: np.random.Generator) -> jax.Array:
 
 def _losses(trainer: Trainer, params: Any, replay: rb.Replay) -> dict[str, float]:
     """The loss on the whole batch, as the loop's loss function computes it (no symmetries)."""
-    _, info = loss_fn(with_head_health(trainer.net.apply), trainer.value, params, replay.obs, replay.policy,
+    obs, policy = trainer.sampled(replay, jnp.arange(replay.value.shape[0]))
+    _, info = loss_fn(with_head_health(trainer.net.apply), trainer.value, params, obs, policy,
                       replay.value, 1.0, dict(replay.extras))
     return {k: float(info[k]) for k in ("loss", "policy_loss", "value_loss")}
 

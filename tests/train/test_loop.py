@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import ClassVar
 
 import jax
 import jax.numpy as jnp
@@ -15,9 +16,10 @@ import numpy as np
 import pytest
 
 from azjax import replay as rb
-from azjax.checkpoint import CheckpointError, load_params
+from azjax.checkpoint import CheckpointError, StateCheckpointer, load_params, save_params
 from azjax.config import preset
 from azjax.games import make_game
+from azjax.games.chess import Chess
 from azjax.methods.alphazero import OutcomeTargets, Seams, TanhValue
 from azjax.methods.go_exploit import ArchiveStarts
 from azjax.methods.playout_cap import PlayoutCapSearch
@@ -233,6 +235,69 @@ def test_every_method_at_its_off_values_is_alphazero_bit_for_bit(tiny_overrides)
     for x, y in zip(jax.tree.leaves(a.params), jax.tree.leaves(b.params), strict=True):
         assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
     np.testing.assert_array_equal(a.replay.value, b.replay.value)
+
+
+@dataclasses.dataclass(frozen=True)
+class _DenseReplayChess(Chess):
+    """Chess whose replay keeps what it kept before the compact layout: float32 planes, dense policy rows."""
+
+    policy_width: ClassVar[int | None] = None
+
+    def pack_observation(self, obs: jax.Array) -> jax.Array:
+        return obs
+
+    def unpack_observation(self, packed: jax.Array) -> jax.Array:
+        return packed
+
+
+def _dense_replay_trainer(trainer: Trainer) -> Trainer:
+    game = trainer.game
+    dense = _DenseReplayChess(**{f.name: getattr(game, f.name) for f in dataclasses.fields(game)})
+    return Trainer(dataclasses.replace(trainer.built, game=dense))
+
+
+# Chess adjudicated after 12 plies: games end within the steps, so SGD trains on sampled batches (the golden loop's).
+CHESS_TRAINS = {"adjudicate_plies": 12, "sgd_steps_per_step": 2}
+
+
+@pytest.mark.slow
+def test_chess_with_the_compact_replay_trains_as_with_the_dense_replay_bit_for_bit(chess_tiny_overrides):
+    """Packed planes and sparse policy targets unpack to the batches the float32, dense replay gave: the loop's
+    metrics and trained parameters are the same, byte for byte."""
+    compact = Trainer(preset("chess", **{**chess_tiny_overrides, **CHESS_TRAINS}))
+    dense = _dense_replay_trainer(compact)
+    a, b = compact.init(0), dense.init(0)
+    assert isinstance(a.replay.policy, rb.SparsePolicy) and not isinstance(b.replay.policy, rb.SparsePolicy)
+    applied = 0
+    for _ in range(compact.config.num_steps):
+        (a, ma), (b, mb) = compact.step(a), dense.step(b)
+        for k, x in ma.items():
+            assert np.asarray(x).tobytes() == np.asarray(mb[k]).tobytes(), k
+        applied += int(ma["sgd_applied"])
+    assert applied >= 2
+    for x, y in zip(jax.tree.leaves(a.params), jax.tree.leaves(b.params), strict=True):
+        assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
+
+
+@pytest.mark.slow
+def test_a_chess_run_resumes_with_the_compact_replay_and_refuses_a_checkpoint_of_the_dense_one(
+        tmp_path, chess_tiny_overrides):
+    cfg = preset("chess", **{**chess_tiny_overrides, **CHESS_TRAINS, "checkpoint_every": 2})
+    train(cfg, tmp_path / "full", progress=False)
+    train(cfg, tmp_path / "cut", progress=False, stop_after=2)
+    assert train(None, tmp_path / "cut", resume=True, progress=False)["finished"]
+    assert (tmp_path / "full" / "params.msgpack").read_bytes() == (tmp_path / "cut" / "params.msgpack").read_bytes()
+    # A loop checkpoint of the layout before (float32 planes, dense policies) does not resume; its params load.
+    trainer = Trainer(cfg)
+    old = _dense_replay_trainer(trainer).init(0)
+    saver = StateCheckpointer(tmp_path / "old")
+    saver.save(2, old)
+    with pytest.raises(CheckpointError, match="holds .* arrays, the config needs"):
+        saver.restore(2, trainer.init(0))
+    save_params(tmp_path / "old", old.params)
+    restored = load_params(tmp_path / "old", trainer.init(0).params)
+    for x, y in zip(jax.tree.leaves(restored), jax.tree.leaves(old.params), strict=True):
+        assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
 
 
 DETERMINISTIC = METRIC_COLUMNS + UNIQUE_STATES_COLUMNS  # Connect Four counts its distinct positions

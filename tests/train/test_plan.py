@@ -116,3 +116,12 @@ def test_azjax_plan_prints_every_full_preset_and_the_devices_it_fits(game: str, 
     record = json.loads(out.read_text())
     assert record["num_devices"] == 8 and record["config"]["game"] == game
     assert record["bytes_per_device"] == record["state_bytes"] + record["tree_bytes"] + record["sgd_bytes"]
+
+
+def test_the_chess_full_presets_replay_holds_at_most_3_gib() -> None:
+    """Packed planes and sparse policy targets (`Game.pack_observation`, `Game.policy_width`): 9.1 GiB of float32
+    planes and dense policy rows before, for the preset's 200,000 positions."""
+    config = preset("chess", "full")
+    p = plan(config)
+    assert config.replay_size == 200_000
+    assert p.replay_bytes <= 3 * 2**30, p.replay_bytes / 2**30
