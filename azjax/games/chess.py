@@ -24,6 +24,8 @@ ODDS_FENS = {
     "rook_odds": "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/1NBQKBNR w Kkq - 0 1",
     "knight_odds": "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/R1BQKBNR w KQkq - 0 1",
 }
+# 218 is the most legal moves of any chess position (R6R/3Q4/1Q4Q1/4Q3/2Q4Q/Q4Q2/pp1Q4/kBNN1KB1 w - - 0 1).
+MAX_LEGAL_MOVES = 256
 MOVE_PLANES = 73  # pgx's (and AlphaZero's) move planes: 56 queen-like, 8 knight, 9 underpromotion moves a square
 _PROMOTIONS = "rbn"  # pgx underpromotion index 0, 1, 2; -1 means queen
 # P, N, B, R, Q, K (index = pgx piece code; 0 = empty). The king has no material value.
@@ -139,12 +141,12 @@ class Chess(Game):
     adjudicate_result: str = "margin"  # or "proportional" (`material_result`)
     adjudicate_scale: float = 1.0  # the adjudicated result times this: below 1 a lead is worth less than a mate
     has_fen: ClassVar[bool] = True
-    # 218 is the most legal moves of any chess position (R6R/3Q4/1Q4Q1/4Q3/2Q4Q/Q4Q2/pp1Q4/kBNN1KB1 w - - 0 1).
-    policy_width: ClassVar[int | None] = 256
     notation_reads_position: ClassVar[bool] = True  # the mover's side and pawn promotions
     record_format: ClassVar[str] = "pgn"
-    # A chess position has at most 218 legal moves (of 4672 actions): a search tree keeps that many children a node.
-    search_width: ClassVar[int | None] = 256
+    # A position's legal moves fit in MAX_LEGAL_MOVES of the 4672 actions: a search tree keeps that many children a
+    # node, and the replay that many (action, probability) pairs a policy target.
+    search_width: ClassVar[int | None] = MAX_LEGAL_MOVES
+    policy_width: ClassVar[int | None] = MAX_LEGAL_MOVES
 
     @property
     def is_chess(self) -> bool:

@@ -54,7 +54,7 @@ from azjax.games import where_games
 from azjax.search import choose_move, search_inputs
 from azjax.search.core import search
 from azjax.search.game_search import game_actions
-from azjax.train.loop import Trainer
+from azjax.train.loop import Trainer, replay_policy
 
 
 def _time(fn: Callable[[], Any]) -> float:
@@ -302,7 +302,7 @@ def bench_breakdown(game: str, config: Config, rounds: int = 3) -> dict[str, Any
             ptr = (i * trainer.sizes.num_envs) % trainer.sizes.replay_size
             extras = {**trainer.value.record(games), **trainer.targets.record(searched, games, searched.out.action),
                       **trainer.search.record(searched)}
-            r = trainer.write_positions(r, ptr, games, searched.policy_target, jnp.full_like(games.current_player, i),
+            r = trainer.write_positions(r, ptr, games, replay_policy(searched), jnp.full_like(games.current_player, i),
                                         extras)
             ended = jax.random.bernoulli(jax.random.fold_in(keys[0], i), 0.05, games.terminated.shape)
             return trainer.targets.game_ended(r, ptr, ended, jnp.full_like(games.current_player, i), games.rewards)

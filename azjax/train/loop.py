@@ -51,9 +51,18 @@ from azjax import replay as rb
 from azjax.build import Built, build_loop, init_params, start_pool_size
 from azjax.config import Config
 from azjax.games import Game, GameState, where_games
-from azjax.methods.alphazero import AuxiliaryTargets, GameStarts, Records, SearchPolicy, Targets, ValueHead
+from azjax.methods.alphazero import (
+    AuxiliaryTargets,
+    GameStarts,
+    Records,
+    Searched,
+    SearchPolicy,
+    Targets,
+    ValueHead,
+)
 from azjax.network import AUXILIARY, PolicyValueNet, auxiliary_outputs, head_health
 from azjax.search import SearchSpec, choose_move, root_visit_counts
+from azjax.search.layout import to_slots
 
 AXIS = "data"
 
@@ -202,6 +211,16 @@ def local_sizes(config: Config, num_devices: int) -> LocalSizes:
         raise ValueError(f"replay_size={config.replay_size} is smaller than num_envs={config.num_envs}")
     queue = max(1, start_pool_size(config) // num_devices)
     return LocalSizes(num_devices, envs, replay, config.batch_size // num_devices, queue)
+
+
+def replay_policy(searched: Searched) -> rb.PolicyTarget:
+    """The search's policy target as the replay takes it: over the root's slots where the tree is searched over
+    slots (`azjax.search.layout`; a gather of the A-wide target, zero off the legal moves, so nothing is lost), else
+    the dense target [B, A] as it is."""
+    moves = getattr(searched.out, "moves", None)
+    if moves is None:
+        return searched.policy_target
+    return rb.SparsePolicy(moves, jnp.where(moves >= 0, to_slots(searched.policy_target, moves), 0.0))
 
 
 class Trainer:
@@ -361,7 +380,7 @@ class Trainer:
         ptr = (moves * self.sizes.num_envs) % self.sizes.replay_size
         extras = {**self.value.record(state), **self.targets.record(searched, state, action),
                   **self.search.record(searched)}
-        replay = self.write_positions(replay, ptr, state, searched.policy_target, actors.game_id, extras)
+        replay = self.write_positions(replay, ptr, state, replay_policy(searched), actors.game_id, extras)
         next_state = jax.vmap(self.game.step)(state, action)
         ended = next_state.terminated
         replay = self.targets.game_ended(replay, ptr, ended, actors.game_id, next_state.rewards)
