@@ -450,7 +450,8 @@ def insufficient_material(board: Array) -> Array:
     num_bishops = bishops.sum()
     on_a1_colour = (bishops & jnp.asarray(_A1_COLOUR)).sum()
     one_colour = (on_a1_colour == num_bishops) | (on_a1_colour == 0)
-    return (num_pieces <= 2) | ((num_pieces == 3) & (heavy_or_pawn == 0)) | ((num_pieces == num_bishops + 2) & one_colour)
+    return ((num_pieces <= 2) | ((num_pieces == 3) & (heavy_or_pawn == 0))
+            | ((num_pieces == num_bishops + 2) & one_colour))
 
 
 def observe(x: BoardState) -> Array:
