@@ -10,9 +10,10 @@ What changes from pgx's chess (`pgx.chess`, `pgx._src.games.chess`):
     way is its king and the other way an enemy slider of that line) and the squares the opponent attacks with the
     king taken off the board. Only en passant, whose capture can uncover a check along the rank, is played out
     (at most 2 moves, rays gathered from the king). The state keeps the legal moves as a sorted list
-    (`legal_actions`, `MAX_LEGAL_MOVES` wide, -1 padded); `legal_action_mask` is computed from it.
+    (`legal_actions`, `MAX_LEGAL_MOVES` wide, -1 padded) and as 73 bitboards (`legal_bits`, 584 bytes), which
+    `legal_action_mask` unpacks (XLA's CPU backend scatters slowly).
   * the observation (119 planes, 30 KB) is a property computed from the state, not stored: a search tree that
-    keeps a state per node keeps ~1.5 KB, not ~40 KB.
+    keeps a state per node keeps ~2.6 KB, not ~46 KB.
   * repetitions: pgx stores the start position's hash as a constant (`INIT_ZOBRIST_HASH`) that its Zobrist tables
     no longer give, so the start position reached a third time does not end the game, and its FEN starts invent a
     history (the standard start behind the FEN position). Here every hash comes from the tables (pgx's own, so the
@@ -157,6 +158,9 @@ class ChessState:
       truncated: bool []: always False (pgx's field).
       legal_actions: int16 [MAX_LEGAL_MOVES]: the legal actions in increasing order, -1 after them. A finished
         game keeps its last position's (a mate's or stalemate's: none); its `legal_action_mask` is pgx's all-True.
+      legal_bits: uint8 [73, 8]: the same moves as bitboards (plane, file; bit r: rank r), which
+        `legal_action_mask` unpacks with dense shifts (scattering `legal_actions` costs ~5x the whole step on
+        XLA's CPU backend).
       _step_count: int32 []: plies played (pgx's).
       _player_order: int32 [2]: the player id of White and of Black.
       _x: `BoardState`.
@@ -167,6 +171,7 @@ class ChessState:
     terminated: Array
     truncated: Array
     legal_actions: Array
+    legal_bits: Array
     _step_count: Array
     _player_order: Array
     _x: BoardState
@@ -177,14 +182,9 @@ class ChessState:
 
     @property
     def legal_action_mask(self) -> Array:
-        """bool [..., 4672]: `legal_actions` scattered; all True in a finished game (pgx's convention)."""
-        lead = self.legal_actions.shape[:-1]
-        actions = self.legal_actions.reshape(-1, MAX_LEGAL_MOVES).astype(jnp.int32)
-        actions = jnp.where(actions >= 0, actions, NUM_ACTIONS)  # padding goes to a dropped extra column
-        rows = jnp.arange(actions.shape[0])[:, None]
-        mask = jnp.zeros((actions.shape[0], NUM_ACTIONS + 1), jnp.bool_).at[rows, actions].set(True)[:, :-1]
-        mask = mask | self.terminated.reshape(-1, 1)
-        return mask.reshape(*lead, NUM_ACTIONS)
+        """bool [..., 4672]: the legal moves (`legal_bits` unpacked); all True in a finished game (pgx's
+        convention)."""
+        return unpack_moves(self.legal_bits) | self.terminated[..., None]
 
     @property
     def observation(self) -> Array:
@@ -387,43 +387,53 @@ def _list_moves(planes: Array) -> Array:
     return jnp.where(piece < 16, square[clipped] * 73 + position, -1).astype(jnp.int16)
 
 
-def _legal_batch_last(board: Array, castling_rights: Array, en_passant: Array) -> tuple[Array, Array]:
-    """(int16 [N, MAX_LEGAL_MOVES] the legal actions in increasing order, -1 after them; bool [N] in check).
+def _legal_batch_last(board: Array, castling_rights: Array, en_passant: Array) -> tuple[Array, Array, Array]:
+    """(int16 [N, MAX_LEGAL_MOVES] the legal actions in increasing order, -1 after them; uint8 [N, 73, 8] the same
+    moves as bitboards of from-squares per plane; bool [N] in check).
 
     board: int [64, N] from the mover's side; castling_rights: bool [2, 2, N]; en_passant: int [N].
     """
     n = board.shape[-1]
     planes, in_check = _move_bitboards(board.astype(jnp.int8).reshape(8, 8, n), castling_rights,
                                        en_passant.astype(jnp.int32))
-    return jax.vmap(_list_moves)(jnp.moveaxis(planes, -1, 0)), in_check
+    planes = jnp.moveaxis(planes, -1, 0)
+    return jax.vmap(_list_moves)(planes), planes, in_check
 
 
 @jax.custom_batching.custom_vmap
-def legal_actions(board: Array, castling_rights: Array, en_passant: Array) -> tuple[Array, Array]:
+def legal_actions(board: Array, castling_rights: Array, en_passant: Array) -> tuple[Array, Array, Array]:
     """The legal moves of one position: (int16 [MAX_LEGAL_MOVES] the legal actions in increasing order, -1 after
-    them; bool [] the mover is in check). Under vmap the batch runs in one batch-last pass.
+    them; uint8 [73, 8] the same as bitboards (`legal_bits`); bool [] the mover is in check). Under vmap the batch
+    runs in one batch-last pass.
 
     board: int [64] from the mover's side; castling_rights: bool [2, 2]; en_passant: int [] (-1 if none).
     """
-    actions, in_check = _legal_batch_last(board[:, None], castling_rights[..., None], jnp.reshape(en_passant, (1,)))
-    return actions[0], in_check[0]
+    actions, bits, in_check = _legal_batch_last(board[:, None], castling_rights[..., None],
+                                                jnp.reshape(en_passant, (1,)))
+    return actions[0], bits[0], in_check[0]
 
 
 @legal_actions.def_vmap
 def _legal_actions_vmap(axis_size: int, in_batched: Any, board: Array, castling_rights: Array,
-                        en_passant: Array) -> tuple[tuple[Array, Array], tuple[bool, bool]]:
+                        en_passant: Array) -> tuple[tuple[Array, Array, Array], tuple[bool, bool, bool]]:
     board, castling_rights, en_passant = (a if batched else jnp.broadcast_to(a, (axis_size, *a.shape))
                                           for a, batched in zip((board, castling_rights, en_passant), in_batched,
                                                                 strict=True))
-    actions, in_check = _legal_batch_last(board.T, jnp.moveaxis(castling_rights, 0, -1), en_passant)
-    return (actions, in_check), (True, True)
+    return _legal_batch_last(board.T, jnp.moveaxis(castling_rights, 0, -1), en_passant), (True, True, True)
 
 
 def legal_moves(board: Array, castling_rights: Array, en_passant: Array) -> tuple[Array, Array]:
     """The legal moves of one position as pgx's mask: (bool [4672], bool [] the mover is in check)."""
-    actions, in_check = legal_actions(board, castling_rights, en_passant)
-    mask = jnp.zeros(NUM_ACTIONS + 1, jnp.bool_).at[jnp.where(actions >= 0, actions, NUM_ACTIONS)].set(True)
-    return mask[:-1], in_check
+    _, bits, in_check = legal_actions(board, castling_rights, en_passant)
+    return unpack_moves(bits), in_check
+
+
+def unpack_moves(bits: Array) -> Array:
+    """uint8 [..., 73, 8] move bitboards -> bool [..., 4672] by action (from-square * 73 + plane). Dense shifts, no
+    scatter (slow on XLA's CPU backend)."""
+    unpacked = (bits[..., None] >> jnp.arange(8, dtype=jnp.uint8)) & 1  # [..., plane, file, rank]
+    by_square = unpacked.reshape(*bits.shape[:-2], 73, 64)
+    return jnp.swapaxes(by_square, -1, -2).reshape(*bits.shape[:-2], NUM_ACTIONS).astype(jnp.bool_)
 
 
 # ---------------------------------------------------------------- hashing, game ends
@@ -529,9 +539,10 @@ def play_move(x: BoardState, action: Array) -> BoardState:
     )
 
 
-def _outcome(x: BoardState, max_plies: int | None) -> tuple[Array, Array, Array]:
-    """(legal_actions int16 [256], terminated bool [], rewards by colour float32 [2]) of a position."""
-    actions, in_check = legal_actions(x.board, x.castling_rights, x.en_passant)
+def _outcome(x: BoardState, max_plies: int | None) -> tuple[Array, Array, Array, Array]:
+    """(legal_actions int16 [256], legal_bits uint8 [73, 8], terminated bool [], rewards by colour float32 [2]) of a
+    position."""
+    actions, bits, in_check = legal_actions(x.board, x.castling_rights, x.en_passant)
     no_moves = actions[0] < 0
     occurrences = (x.hash_history == x.hash_history[0]).all(-1).sum()
     terminated = no_moves | (x.halfmove_count >= 100) | insufficient_material(x.board) | (occurrences >= 3)
@@ -539,14 +550,15 @@ def _outcome(x: BoardState, max_plies: int | None) -> tuple[Array, Array, Array]
         terminated |= x.step_count >= max_plies
     loser = jnp.where(jnp.arange(2) == x.color, -1.0, 1.0).astype(jnp.float32)
     rewards = jnp.where(no_moves & in_check, loser, jnp.zeros(2, jnp.float32))
-    return actions, terminated, rewards
+    return actions, bits, terminated, rewards
 
 
 def state_from_position(x: BoardState, player_order: Array, max_plies: int | None = PGX_MAX_PLIES) -> ChessState:
     """A state for the position `x` (its history as given), jittable: legal moves, game end and rewards computed."""
-    legal_actions, terminated, rewards = _outcome(x, max_plies)
+    legal_actions, legal_bits, terminated, rewards = _outcome(x, max_plies)
     return ChessState(current_player=player_order[x.color], rewards=rewards[player_order], terminated=terminated,
-                      truncated=jnp.bool_(False), legal_actions=legal_actions, _step_count=jnp.int32(0),
+                      truncated=jnp.bool_(False), legal_actions=legal_actions, legal_bits=legal_bits,
+                      _step_count=jnp.int32(0),
                       _player_order=player_order, _x=x)
 
 
@@ -684,10 +696,11 @@ class ChessEnv(pgx.core.Env):
         del key
         action = jnp.asarray(action, jnp.int32)
         x = play_move(state._x, action)
-        legal_actions, terminated, rewards = _outcome(x, self.max_plies)
+        legal_actions, legal_bits, terminated, rewards = _outcome(x, self.max_plies)
         order = state._player_order
         played = state.replace(current_player=order[x.color], rewards=rewards[order], terminated=terminated,
-                               legal_actions=legal_actions, _step_count=state._step_count + 1, _x=x)
+                               legal_actions=legal_actions, legal_bits=legal_bits, _step_count=state._step_count + 1,
+                               _x=x)
         finished = state.terminated | state.truncated
         new = _where(finished, state.replace(rewards=jnp.zeros_like(state.rewards)), played)
         illegal = ~finished & ~(state.legal_actions == action).any()

@@ -54,7 +54,7 @@ NUM_CHESS_ACTIONS = 64 * 73
 def _opponent_mobility(x: Any) -> jax.Array:
     """int32 []: legal moves of the opponent if it were to move now (one unbatched chess state's `_x`)."""
     board = -jnp.flip(x.board.reshape(8, 8), axis=1).flatten()
-    actions, _ = legal_actions(board, jnp.zeros_like(x.castling_rights), jnp.int32(-1))
+    actions, _, _ = legal_actions(board, jnp.zeros_like(x.castling_rights), jnp.int32(-1))
     return jnp.sum(actions >= 0).astype(jnp.int32)
 
 

@@ -333,7 +333,7 @@ def test_a_finished_game_stays_as_it_is_and_an_illegal_move_loses(env, step):
 def test_the_state_is_small_and_its_observation_is_computed_on_demand(env):
     state = env.init(jax.random.key(0))
     size = sum(a.nbytes for a in jax.tree.leaves(state))
-    assert size < 2000  # pgx's State: ~40 KB, 30 KB of it the observation
+    assert size < 3000  # pgx's State: ~40 KB, 30 KB of it the observation
     assert "observation" not in {f.name for f in dataclasses.fields(state)}
     batched = jax.vmap(env.init)(jax.random.split(jax.random.key(0), 3))
     assert batched.observation.shape == (3, 8, 8, 119) and batched.legal_action_mask.shape == (3, 4672)
