@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import types
 from typing import Any, ClassVar
 
 import jax
@@ -91,8 +92,13 @@ class Game:
 
     @functools.cached_property
     def _shapes(self) -> Any:
-        # pgx's own `num_actions` / `observation_shape` run `init` eagerly on every access (~0.2-2 s for chess).
-        return jax.eval_shape(self.env.init, jax.random.PRNGKey(0))
+        # pgx's own `num_actions` / `observation_shape` run `init` eagerly on every access (~0.2-2 s for chess). The
+        # mask and observation may be computed from the state (chess) rather than stored: shape them as read.
+        def read(key: Array) -> dict[str, Array]:
+            state = self.env.init(key)
+            return {"legal_action_mask": state.legal_action_mask, "observation": state.observation}
+
+        return types.SimpleNamespace(**jax.eval_shape(read, jax.random.PRNGKey(0)))
 
     # What differs between games, asked by the host side (engines, arenas, records) instead of testing the type.
     has_komi: ClassVar[bool] = False  # Go: games carry a komi (`GameState.komi`)

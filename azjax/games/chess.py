@@ -1,5 +1,5 @@
-"""Chess (pgx's) from the standard start, a named odds start or any FEN, with optional material adjudication of
-self-play games; UCI moves (`e2e4`, `e7e8q`) as its notation."""
+"""Chess (azjax's rules on pgx's state and API: `azjax.games.chess_rules`) from the standard start, a named odds start
+or any FEN, with optional material adjudication of self-play games; UCI moves (`e2e4`, `e7e8q`) as its notation."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from azjax.games import chess_rules
 from azjax.games.base import Game, GameState
 
 Array = jax.Array
@@ -27,7 +28,6 @@ ODDS_FENS = {
 # 218 is the most legal moves of any chess position (R6R/3Q4/1Q4Q1/4Q3/2Q4Q/Q4Q2/pp1Q4/kBNN1KB1 w - - 0 1).
 MAX_LEGAL_MOVES = 256
 MOVE_PLANES = 73  # pgx's (and AlphaZero's) move planes: 56 queen-like, 8 knight, 9 underpromotion moves a square
-_PROMOTIONS = "rbn"  # pgx underpromotion index 0, 1, 2; -1 means queen
 # P, N, B, R, Q, K (index = pgx piece code; 0 = empty). The king has no material value.
 PIECE_VALUES = (0.0, 1.0, 3.0, 3.0, 5.0, 9.0, 0.0)
 
@@ -121,10 +121,9 @@ def check_fen(fen: str) -> str:
 
 
 def chess_state_from_fen(fen: str) -> Any:
-    """A pgx chess state for a FEN; raises ValueError naming the problem if the FEN is not legal."""
-    from pgx.experimental.chess import from_fen
-
-    return from_fen(check_fen(fen))
+    """A chess state (`chess_rules.ChessState`) for a FEN, no history behind it; raises ValueError naming the problem
+    if the FEN is not legal."""
+    return chess_rules.from_fen(check_fen(fen))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,23 +179,21 @@ class Chess(Game):
             if self.adjudicate_scale != 1.0:  # off: the same program as before the switch
                 mover_result = mover_result * self.adjudicate_scale
             rewards = jnp.where(jnp.arange(2) == env.current_player, mover_result, -mover_result)  # by player id
-            env = env.replace(
-                terminated=env.terminated | at_cap,
-                rewards=jnp.where(at_cap, rewards, env.rewards),
-                # pgx's convention for finished games: every action "legal" (and without effect).
-                legal_action_mask=env.legal_action_mask | at_cap,
-            )
+            # A finished game's legal_action_mask is all True (pgx's convention), derived from `terminated`.
+            env = env.replace(terminated=env.terminated | at_cap, rewards=jnp.where(at_cap, rewards, env.rewards))
         return state.replace(env=env)
 
     def draw_repetition(self, state: GameState) -> GameState:
         """Ends the game as a draw where the position (pgx's Zobrist hash: pieces, mover, castling, en passant)
         occurred before in its history, a finished game as it is. One unbatched state."""
         env = state.env
-        hashes = env._x.hash_history  # [513, 2], the current position's hash first, zeros before the game began
+        # [HASH_WINDOW, 2], the current position's hash first, zeros before the game began: every position since the
+        # last capture or pawn move, the only ones that can recur.
+        hashes = env._x.hash_history
         repeated = (hashes[1:] == hashes[0]).all(axis=-1).any()
         draw = ~env.terminated & repeated
-        env = env.replace(terminated=env.terminated | draw, rewards=jnp.where(draw, 0.0, env.rewards),
-                          legal_action_mask=env.legal_action_mask | draw)  # pgx's convention for finished games
+        # A finished game's legal_action_mask is all True (pgx's convention), derived from `terminated`.
+        env = env.replace(terminated=env.terminated | draw, rewards=jnp.where(draw, 0.0, env.rewards))
         return state.replace(env=env)
 
     def start_position(self, komi: float = 0.0, fen: str | None = None) -> GameState:
@@ -208,13 +205,7 @@ class Chess(Game):
         return "w" if int(np.asarray(state.env._x.color)) == 0 else "b"
 
     def fen(self, state: GameState) -> str:
-        from pgx.experimental.chess import to_fen
-
-        env = jax.tree.map(np.asarray, state.env)
-        # pgx writes fixed move counters; carry the real ones.
-        head = to_fen(env).split()[:4]
-        x = env._x
-        return " ".join(head + [str(int(x.halfmove_count)), str(int(x.fullmove_count))])
+        return chess_rules.to_fen(state.env)
 
     def render(self, state: GameState) -> str:
         import chess as pychess
@@ -223,41 +214,17 @@ class Chess(Game):
 
     def action_to_str(self, state: GameState, action: int) -> str:
         x = state.env._x
-        action = int(action)
-        from_, plane = divmod(action, 73)
-        to = int(_from_plane()[from_, plane])
-        piece = int(np.asarray(x.board)[from_])
-        promo = ""
-        if piece == 1 and to % 8 == 7:  # a pawn reaching the last rank (pgx sees from the mover's side)
-            promo = _PROMOTIONS[plane // 3] if plane < 9 else "q"
-        black = int(np.asarray(x.color)) == 1
-        return _square(from_, black) + _square(to, black) + promo
+        return chess_rules.action_to_uci(int(action), np.asarray(x.board), int(np.asarray(x.color)))
 
     def parse_action(self, state: GameState, text: str) -> int:
         t = text.strip().lower()
-        legal = np.flatnonzero(np.asarray(state.legal_action_mask))
-        for a in legal:
+        actions = np.asarray(state.env.legal_actions)
+        for a in actions[actions >= 0]:
             if self.action_to_str(state, int(a)) == t:
                 return int(a)
         if len(t) in (4, 5) and t[0] in "abcdefgh" and t[2] in "abcdefgh" and t[1] in "12345678" and t[3] in "12345678":
             raise ValueError(f"illegal move: {text!r}")
         raise ValueError(f"not a UCI move (e.g. e2e4, e7e8q): {text!r}")
-
-
-@functools.cache
-def _from_plane() -> np.ndarray:
-    """pgx's (from square, plane) -> to square table, as numpy (indexing the jax array costs ~0.2 ms a move)."""
-    from pgx._src.games.chess import FROM_PLANE
-
-    return np.asarray(FROM_PLANE)
-
-
-def _square(pos: int, black: bool) -> str:
-    """pgx square index (file * 8 + rank, from the mover's side) to algebraic."""
-    file, rank = divmod(pos, 8)
-    if black:
-        rank = 7 - rank
-    return "abcdefgh"[file] + str(rank + 1)
 
 
 _FEN_CACHE: dict[str, Any] = {}

@@ -6,12 +6,13 @@ import pgx
 
 from azjax.games.base import Game
 from azjax.games.chess import ADJUDICATE_RESULTS, ODDS_FENS, Chess, check_fen
+from azjax.games.chess_rules import ChessEnv
 from azjax.games.connect_four import ConnectFour
 from azjax.games.go import Go
 from azjax.games.go_rules import go_env
 
 GAMES = ("connect_four", "go_7x7", "go_9x9", "chess")
-MAX_CHESS_PLIES = 512  # pgx ends (draws) a chess game here, as AlphaZero did
+MAX_CHESS_PLIES = 512  # chess games end (drawn) here, as pgx's and AlphaZero's did (`ChessEnv(max_plies)`)
 DEFAULT_KOMI = {"go_7x7": 9.5, "go_9x9": 7.5}
 # pgx ends a Go game after size² x 2 moves (98 on 7x7, 162 on 9x9) and scores the board where it stands, short of
 # the end of some real games. Self-play keeps that cap (its games, and the loop goldens, depend on it). Engines,
@@ -77,7 +78,7 @@ def make_game(name: str, *, komi: float | None = None, start: str | None = None,
         return Go(name=name, env=go_env(size, cap), max_moves=cap, komi=komi, size=size)
     fen = ODDS_FENS.get(start or "standard", start)
     assert fen is not None
-    check_fen(fen)  # validate now, with a clear error (the pgx state is built on the first `init`)
-    return Chess(name=name, env=pgx.make("chess"), max_moves=adjudicate_plies or MAX_CHESS_PLIES, start_fen=fen,
-                 adjudicate_plies=adjudicate_plies, adjudicate_margin=float(adjudicate_margin),
+    check_fen(fen)  # validate now, with a clear error (the state is built on the first `init`)
+    return Chess(name=name, env=ChessEnv(max_plies=MAX_CHESS_PLIES), max_moves=adjudicate_plies or MAX_CHESS_PLIES,
+                 start_fen=fen, adjudicate_plies=adjudicate_plies, adjudicate_margin=float(adjudicate_margin),
                  adjudicate_result=adjudicate_result, adjudicate_scale=float(adjudicate_scale))

@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from azjax.games import PIECE_VALUES, GameState, board_arrays, material_diff, material_result
+from azjax.games.chess_rules import TO_SQUARE, legal_actions
 
 __all__ = ["DEFAULT_SCALE", "PIECE_VALUES", "adjudicate_by_material", "capture_values", "material_diff",
            "material_evaluator"]
@@ -51,24 +52,15 @@ NUM_CHESS_ACTIONS = 64 * 73
 
 
 def _opponent_mobility(x: Any) -> jax.Array:
-    """int32 []: legal moves of the opponent if it were to move now (one unbatched pgx chess state)."""
-    from pgx._src.games.chess import _legal_action_mask
-
+    """int32 []: legal moves of the opponent if it were to move now (one unbatched chess state's `_x`)."""
     board = -jnp.flip(x.board.reshape(8, 8), axis=1).flatten()
-    flipped = x._replace(
-        board=board,
-        color=(x.color + 1) % 2,
-        en_passant=jnp.int32(-1),
-        castling_rights=jnp.zeros_like(x.castling_rights),
-    )
-    return jnp.sum(_legal_action_mask(flipped)).astype(jnp.int32)
+    actions, _, _ = legal_actions(board, jnp.zeros_like(x.castling_rights), jnp.int32(-1))
+    return jnp.sum(actions >= 0).astype(jnp.int32)
 
 
 def _to_squares() -> np.ndarray:
     """int32 [4672]: the target square of each action label (-1 where the label is never a move)."""
-    from pgx._src.games.chess import FROM_PLANE
-
-    return np.asarray(FROM_PLANE).reshape(-1).astype(np.int32)
+    return TO_SQUARE.reshape(-1)
 
 
 def capture_values(board: jax.Array, en_passant: jax.Array) -> jax.Array:

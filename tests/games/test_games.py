@@ -694,14 +694,15 @@ def test_chess_adjudication_bad_settings_are_named(kwargs: dict[str, Any], messa
 
 @pytest.mark.slow
 def test_chess_draw_repetition_ends_a_game_whose_position_occurred_before_as_a_draw() -> None:
-    """Lc0's two-fold rule, for search trees: the second cycle of a knights' shuffle repeats every position of the
-    first, and each ends the game as a draw; the game's own step (threefold) plays on. pgx hashes the very start
-    apart from the same position reached again, so the first cycle repeats nothing."""
+    """Lc0's two-fold rule, for search trees: a knights' shuffle back to the start repeats the start position, and
+    the second cycle every position of the first; each ends the game as a draw. The game's own step ends it at the
+    third occurrence (threefold: the start position after the second cycle). pgx hashed the very start apart from
+    the same position reached again; azjax's rules (`chess_rules`) hash every position from the tables."""
     game = make_game("chess")
     states = _play_uci(game, ["g1f3", "g8f6", "f3g1", "f6g8"] * 2)
     draw = jax.jit(game.draw_repetition)
-    assert [bool(draw(s).terminated) for s in states] == [False] * 4 + [True] * 4
-    assert not any(bool(s.terminated) for s in states)
+    assert [bool(draw(s).terminated) for s in states] == [False] * 3 + [True] * 5
+    assert [bool(s.terminated) for s in states] == [False] * 7 + [True]
     drawn = draw(states[5])
     assert float(jnp.abs(drawn.rewards).sum()) == 0.0 and bool(drawn.legal_action_mask.all())
 
