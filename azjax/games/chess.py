@@ -25,8 +25,7 @@ ODDS_FENS = {
     "rook_odds": "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/1NBQKBNR w Kkq - 0 1",
     "knight_odds": "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/R1BQKBNR w KQkq - 0 1",
 }
-# 218 is the most legal moves of any chess position (R6R/3Q4/1Q4Q1/4Q3/2Q4Q/Q4Q2/pp1Q4/kBNN1KB1 w - - 0 1).
-MAX_LEGAL_MOVES = 256
+MAX_LEGAL_MOVES = chess_rules.MAX_LEGAL_MOVES  # 218 is the most legal moves of any chess position
 MOVE_PLANES = 73  # pgx's (and AlphaZero's) move planes: 56 queen-like, 8 knight, 9 underpromotion moves a square
 # P, N, B, R, Q, K (index = pgx piece code; 0 = empty). The king has no material value.
 PIECE_VALUES = (0.0, 1.0, 3.0, 3.0, 5.0, 9.0, 0.0)
@@ -146,6 +145,11 @@ class Chess(Game):
     # node, and the replay that many (action, probability) pairs a policy target.
     search_width: ClassVar[int | None] = MAX_LEGAL_MOVES
     policy_width: ClassVar[int | None] = MAX_LEGAL_MOVES
+
+    def legal_actions(self, state: GameState) -> Array:
+        """int32 [..., MAX_LEGAL_MOVES]: the legal moves in increasing order, -1 after the last, as the rules keep
+        them (a finished game keeps its last position's; stepping it does nothing, whatever the action)."""
+        return state.env.legal_actions.astype(jnp.int32)
 
     @property
     def is_chess(self) -> bool:

@@ -8,6 +8,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from pgx._src.games import chess as pgx_chess_rules
 
 from azjax.config import preset
 from azjax.games import make_game
@@ -48,11 +49,12 @@ def test_every_ply_count_to_4096_and_fifty_move_count_to_200_unpacks_to_pgxs_flo
     """pgx divides step_count by 512 and halfmove_count by 100 in float32; unpacking the stored integers must give
     the same bits for every count a game can reach, and well past (games may run longer than 512 plies later)."""
     game = make_game("chess")
-    x = game.init(jax.random.key(0)).env._x
+    pgx_chess = pgx_chess_rules.Game()  # pgx's own observation, the reference for every plane
+    x = pgx_chess.init()
     counts = jnp.arange(4097, dtype=jnp.int32)
 
     def observe(ply: jax.Array, halfmove: jax.Array) -> jax.Array:
-        return game.env.game.observe(x._replace(step_count=ply, halfmove_count=halfmove))
+        return pgx_chess.observe(x._replace(step_count=ply, halfmove_count=halfmove))
 
     obs = jax.jit(jax.vmap(observe))(counts, counts % 201)  # every halfmove count 0..200, twenty times over
     packed = jax.jit(game.pack_observation)(obs)
