@@ -120,8 +120,9 @@ def slot_logits(logits: jax.Array, legal: jax.Array, moves: jax.Array | None) ->
     return mask_logits(to_slots(logits, moves), moves >= 0)
 
 
-# (params, key, states [B] after the move, the parent's context) -> (prior logits [B, A] (masked), value [B] for
-# the player now to move, this node's context): what a search knows of a node it reaches.
+# (params, key, states [B] after the move, the parent's context) -> (prior logits [B, A] (masked; a game searched over
+# slots may leave them unmasked), value [B] for the player now to move, this node's context): what a search knows of
+# a node it reaches.
 LeafFn = Callable[[Any, jax.Array, GameState, Any], tuple[jax.Array, jax.Array, Any]]
 
 
@@ -179,6 +180,10 @@ def game_recurrent_fn(game: Game, leaf: LeafFn, with_context: bool = False,
 def make_recurrent_fn(game: Game, evaluate: Evaluator | ParentAwareEvaluator,
                       twofold_draws: bool = False) -> mctx.RecurrentFn:
     """`game_recurrent_fn` with an evaluator's priors (illegal moves masked) and values."""
+    # A game searched over slots masks its priors once gathered to the slots (`slot_logits`): masking all A first
+    # would read every action's legality for nothing.
+    mask = (lambda logits, states: logits) if game.search_width is not None else (
+        lambda logits, states: mask_logits(logits, states.legal_action_mask))
 
     if isinstance(evaluate, ParentAwareEvaluator):
         child = evaluate.child
@@ -186,14 +191,14 @@ def make_recurrent_fn(game: Game, evaluate: Evaluator | ParentAwareEvaluator,
         def leaf(params: Any, key: jax.Array, states: GameState, parent_context: Any):
             del key
             logits, value, context = child(params, states, parent_context)
-            return mask_logits(logits, states.legal_action_mask), value, context
+            return mask(logits, states), value, context
 
         return game_recurrent_fn(game, leaf, with_context=True, twofold_draws=twofold_draws)
 
     def plain_leaf(params: Any, key: jax.Array, states: GameState, parent_context: Any):
         del key, parent_context
         logits, value = evaluate(params, states)
-        return mask_logits(logits, states.legal_action_mask), value, None
+        return mask(logits, states), value, None
 
     return game_recurrent_fn(game, plain_leaf, twofold_draws=twofold_draws)
 

@@ -278,7 +278,14 @@ def bench_breakdown(game: str, config: Config, rounds: int = 3) -> dict[str, Any
         return jax.lax.scan(body, obs, None, length=moves * (sims + 1))[0]
 
     def random_legal(k: jax.Array, states: Any) -> jax.Array:
-        return jax.random.categorical(k, jnp.where(states.legal_action_mask, 0.0, -jnp.inf)).astype(jnp.int32)
+        if g.search_width is None:
+            return jax.random.categorical(k, jnp.where(states.legal_action_mask, 0.0, -jnp.inf)).astype(jnp.int32)
+        # A game searched over slots: a uniform slot of its legal-move list, as cheap as the search's own choice
+        # of a child (a categorical over chess's 4672 actions costs more than the rules' step it would time).
+        moves = g.legal_actions(states)
+        count = jnp.maximum((moves >= 0).sum(-1), 1)
+        slot = jax.random.randint(k, count.shape, 0, 1 << 30) % count
+        return jnp.maximum(jnp.take_along_axis(moves, slot[:, None], axis=1)[:, 0], 0)
 
     @jax.jit
     def game_steps(games: Any) -> Any:  # as many steps as the searches play, on games carried from step to step
