@@ -18,17 +18,16 @@ from pgx._src.games import chess as pgx_chess
 
 from azjax.games import chess_rules as cr
 
-# chessprogramming.org's perft positions with their node counts at depths 1..4. Position 6 is written here as it is
-# commonly copied (its counts at depths 1-3 checked with python-chess's move generator, depth 4 as published for
-# this FEN).
+# chessprogramming.org's perft positions with their published node counts at depths 1..4 (python-chess's move
+# generator gives the same at depths 1-3).
 PERFT = {
     "initial": ("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1", [20, 400, 8902, 197281]),
     "kiwipete": ("r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1", [48, 2039, 97862, 4085603]),
     "position_3": ("8/2p5/3p4/KP5r/1R3p1k/8/4P1P1/8 w - - 0 1", [14, 191, 2812, 43238]),
     "position_4": ("r3k2r/Pppp1ppp/1b3nbN/nP6/BBP1P3/q4N2/Pp1P2PP/R2Q1RK1 w kq - 0 1", [6, 264, 9467, 422333]),
     "position_5": ("rnbq1k1r/pp1Pbppp/2p5/8/2B5/8/PPP1NnPP/RNBQK2R w KQ - 1 8", [44, 1486, 62379, 2103487]),
-    "position_6": ("r4rk1/1pp1qppp/p1np1n2/2b1p1B1/2B1P3/P1NP1N2/1PP1QPPP/R4RK1 w - - 0 10",
-                   [47, 1845, 81467, 3065277]),
+    "position_6": ("r4rk1/1pp1qppp/p1np1n2/2b1p1B1/2B1P1b1/P1NP1N2/1PP1QPPP/R4RK1 w - - 0 10",
+                   [46, 2079, 89890, 3894594]),
 }
 MOVES_218 = ["R6R/3Q4/1Q4Q1/4Q3/2Q4Q/Q4Q2/pp1Q4/kBNN1KB1 w - - 0 1",
              "3Q4/1Q4Q1/4Q3/2Q4R/Q4Q2/3Q4/1Q4Rp/1K1BBNNk w - - 0 1"]
