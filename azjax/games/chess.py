@@ -146,6 +146,16 @@ class Chess(Game):
     search_width: ClassVar[int | None] = MAX_LEGAL_MOVES
     policy_width: ClassVar[int | None] = MAX_LEGAL_MOVES
 
+    def cut_short(self, state: GameState) -> Array:
+        """bool []: the game ended at the rules' ply cap (`ChessEnv.max_plies`: pgx's 512 in self-play, the play
+        cap `CHESS_PLAY_PLIES` in arenas and engines), not by chess's own rules. One unbatched state."""
+        cap = self.env.max_plies
+        if cap is None:
+            return jnp.zeros_like(state.terminated)
+        x = state.env._x
+        return (state.terminated & (x.step_count >= cap)
+                & ~chess_rules.ended_by_rules(x, state.env.legal_actions))
+
     def legal_actions(self, state: GameState) -> Array:
         """int32 [..., MAX_LEGAL_MOVES]: the legal moves in increasing order, -1 after the last, as the rules keep
         them (a finished game keeps its last position's; stepping it does nothing, whatever the action)."""

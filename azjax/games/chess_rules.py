@@ -539,13 +539,21 @@ def play_move(x: BoardState, action: Array) -> BoardState:
     )
 
 
+def ended_by_rules(x: BoardState, actions: Array) -> Array:
+    """bool []: the position `x` (one position) ends the game by chess's own rules: no legal move (mate or
+    stalemate; `actions` its legal-action list [MAX_LEGAL_MOVES]), the fifty-move rule, insufficient material or a
+    third occurrence."""
+    occurrences = (x.hash_history == x.hash_history[0]).all(-1).sum()
+    no_moves = actions[0] < 0
+    return no_moves | (x.halfmove_count >= 100) | insufficient_material(x.board) | (occurrences >= 3)
+
+
 def _outcome(x: BoardState, max_plies: int | None) -> tuple[Array, Array, Array, Array]:
     """(legal_actions int16 [256], legal_bits uint8 [73, 8], terminated bool [], rewards by colour float32 [2]) of a
     position."""
     actions, bits, in_check = legal_actions(x.board, x.castling_rights, x.en_passant)
     no_moves = actions[0] < 0
-    occurrences = (x.hash_history == x.hash_history[0]).all(-1).sum()
-    terminated = no_moves | (x.halfmove_count >= 100) | insufficient_material(x.board) | (occurrences >= 3)
+    terminated = ended_by_rules(x, actions)
     if max_plies is not None:
         terminated |= x.step_count >= max_plies
     loser = jnp.where(jnp.arange(2) == x.color, -1.0, 1.0).astype(jnp.float32)

@@ -12,7 +12,10 @@ from azjax.games.go import Go
 from azjax.games.go_rules import go_env
 
 GAMES = ("connect_four", "go_7x7", "go_9x9", "chess")
-MAX_CHESS_PLIES = 512  # chess games end (drawn) here, as pgx's and AlphaZero's did (`ChessEnv(max_plies)`)
+MAX_CHESS_PLIES = 512  # self-play's chess games end (drawn) here, as pgx's and AlphaZero's did (`ChessEnv(max_plies)`)
+# Engines, arenas and human games play chess to its own end (the fifty-move rule ends every game): their cap is far
+# above any real game, and a game that reaches it is reported as cut short (`Game.cut_short`), as Go's are.
+CHESS_PLAY_PLIES = 2048
 DEFAULT_KOMI = {"go_7x7": 9.5, "go_9x9": 7.5}
 # pgx ends a Go game after size² x 2 moves (98 on 7x7, 162 on 9x9) and scores the board where it stands, short of
 # the end of some real games. Self-play keeps that cap (its games, and the loop goldens, depend on it). Engines,
@@ -23,8 +26,10 @@ GO_PLAY_MOVES_PER_POINT = 8
 
 
 def play_max_moves(name: str) -> int | None:
-    """The move cap of played (not self-play) games of `name`: Go's `GO_PLAY_MOVES_PER_POINT` x size²; None for
-    the other games, whose own rules end every game (chess: a draw after `MAX_CHESS_PLIES`)."""
+    """The move cap of played (not self-play) games of `name`: Go's `GO_PLAY_MOVES_PER_POINT` x size², chess's
+    `CHESS_PLAY_PLIES`; None for Connect Four, whose board ends every game within 42 moves."""
+    if name == "chess":
+        return CHESS_PLAY_PLIES
     if not name.startswith("go_") or name not in GAMES:
         return None
     return GO_PLAY_MOVES_PER_POINT * int(name[3]) ** 2
@@ -46,8 +51,9 @@ def make_game(name: str, *, komi: float | None = None, start: str | None = None,
         [-1, 1]; `material_result`).
       adjudicate_scale: chess only; the adjudicated result times this, in (0, 1] (1: as it is), so a material
         lead is worth less than a mate.
-      max_moves: Go only; the move cap, after which a game ends scored where it stands (default: self-play's,
-        `GO_SELFPLAY_MOVES_PER_POINT` x size², pgx's own; `play_max_moves(name)` is the cap of played games).
+      max_moves: Go and chess; the move cap. Go: a game ends there scored where it stands (default: self-play's,
+        `GO_SELFPLAY_MOVES_PER_POINT` x size², pgx's own). Chess: a game ends there drawn (default: self-play's
+        `MAX_CHESS_PLIES`, pgx's). `play_max_moves(name)` is the cap of played games.
     """
     if name not in GAMES:
         raise ValueError(f"unknown game {name!r}; choose one of {', '.join(GAMES)}")
@@ -57,8 +63,8 @@ def make_game(name: str, *, komi: float | None = None, start: str | None = None,
         raise ValueError(f"start positions apply to chess only, not {name!r}")
     if adjudicate_plies and name != "chess":
         raise ValueError(f"material adjudication applies to chess only, not {name!r}")
-    if max_moves is not None and not name.startswith("go_"):
-        raise ValueError(f"max_moves applies to Go only, not {name!r} (chess: adjudicate_plies)")
+    if max_moves is not None and name == "connect_four":
+        raise ValueError(f"max_moves applies to Go and chess, not {name!r}")
     if max_moves is not None and max_moves < 1:
         raise ValueError(f"max_moves must be >= 1, got {max_moves}")
     if adjudicate_result not in ADJUDICATE_RESULTS:
@@ -79,6 +85,9 @@ def make_game(name: str, *, komi: float | None = None, start: str | None = None,
     fen = ODDS_FENS.get(start or "standard", start)
     assert fen is not None
     check_fen(fen)  # validate now, with a clear error (the state is built on the first `init`)
-    return Chess(name=name, env=ChessEnv(max_plies=MAX_CHESS_PLIES), max_moves=adjudicate_plies or MAX_CHESS_PLIES,
+    cap = MAX_CHESS_PLIES if max_moves is None else int(max_moves)
+    if adjudicate_plies and adjudicate_plies >= cap:
+        raise ValueError(f"adjudicate_plies ({adjudicate_plies}) must be below the ply cap ({cap})")
+    return Chess(name=name, env=ChessEnv(max_plies=cap), max_moves=adjudicate_plies or cap,
                  start_fen=fen, adjudicate_plies=adjudicate_plies, adjudicate_margin=float(adjudicate_margin),
                  adjudicate_result=adjudicate_result, adjudicate_scale=float(adjudicate_scale))

@@ -102,7 +102,7 @@ def test_make_game_errors() -> None:
 
 def test_played_go_allows_far_more_moves_than_pgx_s_cap_that_self_play_keeps() -> None:
     """Engines and arenas (`game_named`) play Go past pgx's size² x 2 moves with the same network input; self-play
-    (`config_game`) keeps pgx's cap; chess is one game for both."""
+    (`config_game`) keeps pgx's cap. (Chess: the next test.)"""
     from azjax.build import config_game, game_named
     from azjax.config import Config
 
@@ -111,9 +111,47 @@ def test_played_go_allows_far_more_moves_than_pgx_s_cap_that_self_play_keeps() -
         assert selfplay.max_moves == make_game(name).max_moves == pgx_cap
         assert played.max_moves == play_max_moves(name) == 4 * pgx_cap
         assert played.observation_shape == selfplay.observation_shape and played.num_actions == selfplay.num_actions
-    assert play_max_moves("chess") is None and game_named("chess") is config_game(Config(game="chess"))
-    with pytest.raises(ValueError, match="max_moves applies to Go only"):
-        make_game("chess", max_moves=600)
+    with pytest.raises(ValueError, match="max_moves applies to Go and chess"):
+        make_game("connect_four", max_moves=600)
+
+
+def test_played_chess_runs_past_pgx_s_512_plies_that_self_play_keeps() -> None:
+    """Engines and arenas play chess to its own end (a cap of `CHESS_PLAY_PLIES`, far above a real game) with the
+    same network input; self-play keeps pgx's 512-ply draw, below which its adjudication must fall."""
+    from azjax.build import config_game, game_named
+    from azjax.config import Config
+
+    played, selfplay = game_named("chess"), config_game(Config(game="chess"))
+    assert selfplay.max_moves == selfplay.env.max_plies == 512
+    assert played.max_moves == played.env.max_plies == play_max_moves("chess") == 2048
+    assert played.observation_shape == selfplay.observation_shape and played.num_actions == selfplay.num_actions
+    with pytest.raises(ValueError, match="below the ply cap"):
+        make_game("chess", max_moves=100, adjudicate_plies=100)
+
+
+def test_a_chess_game_stopped_by_the_ply_cap_is_cut_short_and_one_ended_by_the_rules_is_not() -> None:
+    """Knights out and back: at a 6-ply cap the game ends drawn, cut short (no position has occurred three times).
+    Fool's mate at a 4-ply cap: the mate on the cap's ply is the game's own end. A running game is neither."""
+    game = make_game("chess", max_moves=6)
+    step, cut_short = jax.jit(game.step), jax.jit(game.cut_short)
+
+    def play(moves: list[str]) -> GameState:
+        state = game.init(jax.random.key(0))
+        for move in moves:
+            assert not bool(state.terminated)
+            state = step(state, game.parse_action(state, move))
+        return state
+
+    shuffled = play(["g1f3", "g8f6", "f3g1", "f6g8", "g1f3", "g8f6"])
+    assert bool(shuffled.terminated) and bool(cut_short(shuffled))
+    np.testing.assert_array_equal(np.asarray(shuffled.rewards), [0.0, 0.0])
+    running = play(["g1f3", "g8f6", "f3g1"])
+    assert not bool(running.terminated) and not bool(cut_short(running))
+    game = make_game("chess", max_moves=4)
+    step, cut_short = jax.jit(game.step), jax.jit(game.cut_short)
+    mated = play(["f2f3", "e7e5", "g2g4", "d8h4"])
+    assert bool(mated.terminated) and not bool(cut_short(mated))
+    assert sorted(np.asarray(mated.rewards).tolist()) == [-1.0, 1.0]
 
 
 def test_go_game_stopped_by_the_move_cap_is_cut_short_and_scored_where_it_stands() -> None:
