@@ -214,7 +214,7 @@ class TDLeafTargets:
         if self.zero_unpredicted:
             first = pv.actions[:, 0]
             second = pv.actions[:, 1] if pv.actions.shape[1] > 1 else jnp.full_like(action, -1)
-            if self.game is not None and self.game.search_width is not None:  # slots as the game's actions
+            if self.game is not None:  # a tree over slots: the slots as the game's actions (else as they are)
                 root = jnp.zeros_like(first)
                 child = tree.children_index[jnp.arange(first.shape[0]), 0, jnp.maximum(first, 0)]
                 first, second = slot_action(node_moves(self.game, tree, root), first), slot_action(

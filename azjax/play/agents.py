@@ -37,7 +37,7 @@ from azjax.play.material import capture_values
 from azjax.search import Evaluator, SearchSpec, game_recurrent_fn, mask_logits, run_search, searched_choice
 from azjax.search.core import search
 from azjax.search.game_search import slot_logits
-from azjax.search.layout import search_moves
+from azjax.search.layout import search_moves, slot_action
 
 ActFn = Callable[[Any, jax.Array, GameState], jax.Array]
 
@@ -248,8 +248,7 @@ def _rollout_mcts_act(game: Game, num_simulations: int, c_uct: float, num_rollou
         moves = search_moves(game, states)
         if moves is None:
             return most_visited_action(tree, states.legal_action_mask)
-        slot = most_visited_action(tree, moves >= 0)
-        return jnp.take_along_axis(moves, slot[:, None], axis=1)[:, 0]
+        return slot_action(moves, most_visited_action(tree, moves >= 0))
 
     return act
 

@@ -32,7 +32,7 @@ import mctx
 
 from azjax.games import Game, GameState
 from azjax.search.contempt import Contempt, contempt_on
-from azjax.search.layout import SearchOutput, search_moves, to_actions, to_slots
+from azjax.search.layout import SearchOutput, search_moves, slot_action, to_actions, to_slots
 from azjax.search.policies import gumbel_muzero_policy, muzero_policy
 
 Evaluator = Callable[[Any, GameState], tuple[jax.Array, jax.Array]]
@@ -151,7 +151,7 @@ def game_recurrent_fn(game: Game, leaf: LeafFn, with_context: bool = False,
         was_terminal = states.terminated
         illegal = jnp.zeros_like(was_terminal)
         if compact:
-            action = jnp.take_along_axis(search_moves(game, states), action[:, None], axis=1)[:, 0]
+            action = slot_action(search_moves(game, states), action)
             illegal = (action < 0) & ~was_terminal
             action = jnp.maximum(action, 0)
         states = jax.vmap(step)(states, action)
@@ -238,8 +238,8 @@ def game_actions(game: Game, states: GameState, out: mctx.PolicyOutput) -> mctx.
     moves = search_moves(game, states)
     if moves is None:
         return out
-    action = jnp.take_along_axis(moves, out.action[:, None].astype(jnp.int32), axis=1)[:, 0]
-    return SearchOutput(action=action, action_weights=to_actions(out.action_weights, moves, game.num_actions),
+    return SearchOutput(action=slot_action(moves, out.action),
+                        action_weights=to_actions(out.action_weights, moves, game.num_actions),
                         search_tree=out.search_tree, moves=moves)
 
 

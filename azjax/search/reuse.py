@@ -95,11 +95,8 @@ def _descend(tree: mctx.Tree, plies: jax.Array, game: Game | None = None) -> jax
     node = jnp.zeros(plies.shape[0], jnp.int32)
     for p in range(plies.shape[1]):  # P is 1 or 2: a static unroll over plies, not over games
         action = plies[:, p]
-        if game is not None and game.search_width is not None:
-            slot = slot_of(node_moves(game, tree, node), action)
-            child = jnp.where(slot >= 0, tree.children_index[batch, jnp.maximum(node, 0), jnp.maximum(slot, 0)], -1)
-        else:
-            child = tree.children_index[batch, jnp.maximum(node, 0), jnp.maximum(action, 0)]
+        slot = action if game is None else slot_of(node_moves(game, tree, node), action)
+        child = jnp.where(slot >= 0, tree.children_index[batch, jnp.maximum(node, 0), jnp.maximum(slot, 0)], -1)
         node = jnp.where((action < 0) | (node < 0), node, child)
     return node
 
