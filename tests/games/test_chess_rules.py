@@ -258,9 +258,14 @@ def test_perft_of_the_standard_positions_to_depth_4(step, name):
 # ---------------------------------------------------------------- pgx, field by field
 
 
+# Made at import, not inside a trace: pgx.chess's State keeps an array as a field default, which becomes a leaked
+# tracer if the module is first imported while jit traces.
+_PGX_CHESS = pgx.make("chess")
+
+
 def _lockstep(key: jax.Array, num_games: int, plies: int) -> tuple[Any, Any]:
     """The same random games (the same init keys and moves) under azjax's rules and pgx's: every state of both."""
-    ours_env, theirs_env = cr.ChessEnv(), pgx.make("chess")
+    ours_env, theirs_env = cr.ChessEnv(), _PGX_CHESS
 
     def body(carry: tuple[Any, Any], k: jax.Array) -> tuple[tuple[Any, Any], tuple[Any, Any]]:
         ours, theirs = carry
