@@ -319,6 +319,8 @@ def search_spec(config: Config, *, training: bool, num_simulations: int | None =
         dirichlet_fraction=config.dirichlet_fraction if training else 0.0,
         n_scl=config.n_scl,
         twofold_draws=config.twofold_draws,
+        certainty=config.certainty_propagation if training or config.eval_certainty_propagation == "same"
+        else config.eval_certainty_propagation,
     )
 
 

@@ -80,6 +80,12 @@ class Config:
     # Leela Chess Zero's two-fold draws (chess; docs/methods.md section 11): inside the search tree a position that
     # occurred before is a draw, so a side ahead steers clear of repeating. The games themselves keep chess's rules.
     twofold_draws: bool = False
+    # Lc0's certainty propagation (docs/methods.md section 14): proven wins, losses and draws backed up the tree; the
+    # root plays a proven win and no proven loss while it has another move. "visited": a finished game is known
+    # where the search reaches it; "expanded": also each move that ends the game, when the node it leaves is
+    # expanded (a game step per legal move per node). The player's own setting; "same" = self-play's.
+    certainty_propagation: Literal["off", "visited", "expanded"] = "off"
+    eval_certainty_propagation: Literal["same", "off", "visited", "expanded"] = "same"
     temperature_moves: int = 10  # tau = 1 for the first k moves of each trajectory, then greedy
     # value_head="tanh" = plain AlphaZero; "sai": SAI sigmoid-komi values (docs/methods.md section 2; Go only);
     # "wdl": Leela Chess Zero's win/draw/loss head (section 10): a draw is a class of its own, value P(win) - P(loss)
@@ -228,6 +234,11 @@ class Config:
             raise ValueError(f"odds_start_prob must be in [0, 1] (0 = off), got {self.odds_start_prob}")
         if self.odds_start_prob > 0 and self.game != "chess":
             raise ValueError(f"odds_start_prob (piece-odds starts) applies to chess only, not {self.game!r}")
+        player_certainty = (self.certainty_propagation if self.eval_certainty_propagation == "same"
+                            else self.eval_certainty_propagation)
+        if self.n_scl and (self.certainty_propagation != "off" or player_certainty != "off"):
+            raise ValueError("n_scl (search-contempt) and certainty_propagation cannot be on together yet: each is a "
+                             "search extension of its own")
         if self.twofold_draws and self.game != "chess":
             raise ValueError(f"twofold_draws applies to chess only (Go forbids a repeated position, Connect Four "
                              f"cannot repeat), not {self.game!r}")
@@ -270,8 +281,10 @@ class Config:
         if self.full_search_prob < 1 and self.fast_simulations >= self.num_simulations:
             raise ValueError(f"fast_simulations ({self.fast_simulations}) must be below num_simulations "
                              f"({self.num_simulations}) for playout caps")
-        if self.forced_playouts_k > 0 and (self.search != "puct" or self.n_scl != 0):
-            raise ValueError("forced_playouts_k > 0 needs search='puct' without search-contempt (n_scl=0)")
+        if self.forced_playouts_k > 0 and (self.search != "puct" or self.n_scl != 0
+                                           or self.certainty_propagation != "off"):
+            raise ValueError("forced_playouts_k > 0 needs search='puct' without search-contempt (n_scl=0) or "
+                             "certainty_propagation")
         for name in ("ownership_loss_weight", "score_loss_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0 (0 = off), got {getattr(self, name)}")
@@ -405,6 +418,8 @@ METHODS: tuple[Method, ...] = (
     Method("KataGo's global pooling", 9, ("global_pooling",), _set("global_pooling")),
     Method("Lc0's win/draw/loss head", 10, (), lambda c: c.value_head == "wdl"),  # value_head: listed under SAI
     Method("Lc0's two-fold draws", 11, ("twofold_draws",), _set("twofold_draws")),
+    Method("Lc0's certainty propagation", 14, ("certainty_propagation", "eval_certainty_propagation"),
+           lambda c: c.certainty_propagation != "off" or c.eval_certainty_propagation not in ("same", "off")),
     Method("Lc0's moves-left head", 12, ("moves_left_loss_weight", "moves_left_slope", "moves_left_max_effect"),
            _set("moves_left_loss_weight")),
     Method("odds starts", 13, ("odds_start_prob",), _set("odds_start_prob")),

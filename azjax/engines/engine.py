@@ -224,10 +224,11 @@ class Engine:
 
     @property
     def reuses_trees(self) -> bool:
-        """Whether `search` continues kept trees: `tree_reuse` is on and the search can (PUCT, no contempt, a plain
-        evaluator)."""
+        """Whether `search` continues kept trees: `tree_reuse` is on and the search can (PUCT, no contempt or
+        certainty propagation, a plain evaluator)."""
         spec = self.spec()
-        return self.tree_reuse and reusable(spec.kind, spec.n_scl, isinstance(self.evaluate, ParentAwareEvaluator))
+        return self.tree_reuse and reusable(spec.kind, spec.n_scl, isinstance(self.evaluate, ParentAwareEvaluator),
+                                            spec.certainty)
 
     # ----- search
 

@@ -223,8 +223,9 @@ class PlayoutCapSearch:
     columns: tuple[str, ...] = ("full_search_share",)
 
     def __post_init__(self) -> None:
-        if self.forced_k > 0 and (self.spec.kind != "puct" or contempt_on(self.spec.n_scl)):
-            raise ValueError("forced playouts need the PUCT search without search-contempt")
+        if self.forced_k > 0 and (self.spec.kind != "puct" or contempt_on(self.spec.n_scl)
+                                  or self.spec.certainty != "off"):
+            raise ValueError("forced playouts need the PUCT search without search-contempt or certainty propagation")
 
     @property
     def fast_spec(self) -> SearchSpec:

@@ -31,6 +31,7 @@ import jax.numpy as jnp
 import mctx
 
 from azjax.games import Game, GameState
+from azjax.search.certainty import Certainty, EndedFn, certain_output
 from azjax.search.contempt import Contempt, contempt_on
 from azjax.search.layout import SearchOutput, search_moves, slot_action, to_actions, to_slots
 from azjax.search.policies import gumbel_muzero_policy, muzero_policy
@@ -72,6 +73,10 @@ class SearchSpec:
     dirichlet_fraction: float = 0.25
     n_scl: int = 0  # search-contempt node limit (docs/methods.md section 1); 0 = off (plain search)
     twofold_draws: bool = False  # a repeated position is a draw inside the tree (Lc0; `Game.draw_repetition`)
+    # Lc0's certainty propagation (docs/methods.md section 14; `azjax.search.certainty`): "off"; "visited": a
+    # finished game is known where the search reaches it; "expanded": also every move that ends the game, as soon as
+    # the node it leaves is expanded.
+    certainty: Literal["off", "visited", "expanded"] = "off"
 
 
 def gumbel_qtransform(spec: SearchSpec) -> Callable[..., jax.Array]:
@@ -126,6 +131,36 @@ def slot_logits(logits: jax.Array, legal: jax.Array, moves: jax.Array | None) ->
 LeafFn = Callable[[Any, jax.Array, GameState, Any], tuple[jax.Array, jax.Array, Any]]
 
 
+def search_step(game: Game, twofold_draws: bool = False) -> Callable[[GameState, jax.Array], GameState]:
+    """One game's move as the search plays it: the game's step, and with `twofold_draws` a repeated position a
+    draw (Lc0)."""
+    return (lambda s, a: game.draw_repetition(game.step(s, a))) if twofold_draws else game.step
+
+
+def ended_children_fn(game: Game, twofold_draws: bool = False, with_context: bool = False) -> EndedFn:
+    """Certainty propagation's scan of a node (`azjax.search.certainty`): every legal move of each of a batch of
+    node embeddings [B] played, and the reward to the mover of each one that ends the game, float32 [B, W] by the
+    node's slots (A by action where the game has no `search_width`), NaN where the game goes on. W (A) game steps
+    a node."""
+    step = search_step(game, twofold_draws)
+
+    def ended(embedding: Any) -> jax.Array:
+        states = embedding[0] if with_context else embedding
+        moves = search_moves(game, states)
+        if moves is None:
+            legal = states.legal_action_mask
+            actions = jnp.broadcast_to(jnp.arange(legal.shape[-1], dtype=jnp.int32), legal.shape)
+        else:
+            legal, actions = moves >= 0, jnp.maximum(moves, 0)
+        children = jax.vmap(jax.vmap(step, in_axes=(None, 0)))(states, actions)  # [B, W]
+        mover = states.current_player[:, None, None]
+        reward = jnp.take_along_axis(children.rewards, jnp.broadcast_to(mover, (*legal.shape, 1)), axis=-1)[..., 0]
+        ends = legal & children.terminated & ~states.terminated[:, None]
+        return jnp.where(ends, reward, jnp.nan).astype(jnp.float32)
+
+    return ended
+
+
 def game_recurrent_fn(game: Game, leaf: LeafFn, with_context: bool = False,
                       twofold_draws: bool = False) -> mctx.RecurrentFn:
     """The one mctx recurrent function for a real two-player game (the 'model' is the game itself), with
@@ -142,7 +177,7 @@ def game_recurrent_fn(game: Game, leaf: LeafFn, with_context: bool = False,
     slots. An empty slot of a live position is an illegal move, which loses at once, as pgx rules an illegal
     action (mctx may select one below the root, where it masks nothing).
     """
-    step = (lambda s, a: game.draw_repetition(game.step(s, a))) if twofold_draws else game.step
+    step = search_step(game, twofold_draws)
     compact = game.search_width is not None
 
     def recurrent_fn(params: Any, key: jax.Array, action: jax.Array, embedding: Any):
@@ -254,19 +289,30 @@ def search_over_slots(
     """`run_search`'s search, its output over the tree's root slots (the game's actions where it has no
     `search_width`)."""
     root, recurrent_fn, invalid = search_inputs(game, evaluate, params, states, spec.twofold_draws)
-    # The two kinds differ only in their own knobs; search-contempt (n_scl) extends both.
-    extension = Contempt(spec.n_scl) if contempt_on(spec.n_scl) else None
+    # The two kinds differ only in their own knobs; search-contempt (n_scl) and certainty propagation extend both.
+    extension = None
+    if contempt_on(spec.n_scl):
+        extension = Contempt(spec.n_scl)
+    elif spec.certainty != "off":
+        extension = Certainty(ended_children_fn(game, spec.twofold_draws, isinstance(evaluate, ParentAwareEvaluator))
+                              if spec.certainty == "expanded" else None)
     common = dict(params=params, rng_key=key, root=root, recurrent_fn=recurrent_fn,
                   num_simulations=spec.num_simulations, invalid_actions=invalid, extension=extension)
     if spec.kind == "gumbel":
-        return gumbel_muzero_policy(
+        out = gumbel_muzero_policy(
             **common, max_num_considered_actions=spec.max_num_considered_actions, gumbel_scale=spec.gumbel_scale,
             qtransform=gumbel_qtransform(spec),
         )
-    return muzero_policy(
-        **common, pb_c_init=spec.pb_c_init, dirichlet_alpha=spec.dirichlet_alpha,
-        dirichlet_fraction=spec.dirichlet_fraction,
-    )
+    else:
+        out = muzero_policy(
+            **common, pb_c_init=spec.pb_c_init, dirichlet_alpha=spec.dirichlet_alpha,
+            dirichlet_fraction=spec.dirichlet_fraction,
+        )
+    if not isinstance(extension, Certainty):
+        return out
+    if spec.kind == "puct":  # the most visited move (first on ties), as `searched_choice` plays it
+        out = out.replace(action=jnp.argmax(out.search_tree.summary().visit_counts, axis=-1).astype(jnp.int32))
+    return certain_output(out)
 
 
 def root_q_values(tree: mctx.Tree) -> jax.Array:
@@ -300,8 +346,9 @@ def root_visit_counts(out: mctx.PolicyOutput) -> jax.Array:
 
 def searched_choice(spec: SearchSpec, out: mctx.PolicyOutput) -> jax.Array:
     """int32 [B]: the search's own choice: Gumbel's sequential-halving winner (mctx's `action`), or PUCT's
-    most visited root child (first on ties). Both were visited by the search."""
-    if spec.kind == "gumbel":
+    most visited root child (first on ties). Both were visited by the search. With certainty propagation, the
+    `action` of `azjax.search.certainty.certain_output` for both."""
+    if spec.kind == "gumbel" or spec.certainty != "off":
         return out.action.astype(jnp.int32)
     return jnp.argmax(root_visit_counts(out), axis=-1).astype(jnp.int32)
 

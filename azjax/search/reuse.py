@@ -75,10 +75,11 @@ EMPTY = {"parents": mctx.Tree.NO_PARENT, "action_from_parent": mctx.Tree.NO_PARE
          "children_index": mctx.Tree.UNVISITED}
 
 
-def reusable(kind: str, n_scl: int, parent_aware: bool) -> bool:
+def reusable(kind: str, n_scl: int, parent_aware: bool, certainty: str = "off") -> bool:
     """Whether a search of this kind can continue a kept tree (see the module docstring for why not with
-    search-contempt (n_scl > 0) or a parent-aware evaluator)."""
-    return kind in ("puct", "gumbel") and n_scl == 0 and not parent_aware
+    search-contempt (n_scl > 0) or a parent-aware evaluator; certainty propagation's bounds are not carried into a
+    kept subtree either)."""
+    return kind in ("puct", "gumbel") and n_scl == 0 and not parent_aware and certainty == "off"
 
 
 def tree_size(kind: str, num_simulations: int) -> int:
