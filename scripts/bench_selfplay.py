@@ -1,4 +1,4 @@
-"""Self-play speed benchmark (see azjax/tools/bench.py); writes results/bench_selfplay.json.
+"""Self-play speed benchmark (see azjax/tools/bench.py); writes results/bench_selfplay.json (or `--out FILE`).
 
     python scripts/bench_selfplay.py [--game connect_four --game go_9x9] [--num_envs 256]
 """
@@ -7,5 +7,14 @@ import sys
 
 from azjax.tools.bench import main
 
+
+def with_results_out(argv: list[str]) -> list[str]:
+    """`argv` with `--out results/bench_selfplay.json` unless it names an --out: the bench's own default is under the
+    ignored runs/, and this script rewrites the committed measurement."""
+    if any(a == "--out" or a.startswith("--out=") for a in argv):
+        return argv
+    return [*argv, "--out", "results/bench_selfplay.json"]
+
+
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main(with_results_out(sys.argv[1:])))

@@ -30,6 +30,7 @@ FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.MULTILINE | re.DOTALL)
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 CODE = re.compile(r"(`+)(.+?)\1", re.DOTALL)  # a code span may continue on the next line
 REPO_PREFIXES = ("results/", "scripts/", "azjax/", "tests/", "docs/")
+OUTPUT_PREFIXES = ("runs/",)  # where the commands write by default (ignored by git): named, never committed
 # RUN_DIR, FILE.json, <device>, *.png, ... (README.md is a name, not a placeholder)
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$|^(FILE|DIR|NAME|PATH|MODEL)\.\w+$|[<>*]|\.\.\.")
 BRACES = re.compile(r"\{([^{}]*)\}")
@@ -46,7 +47,8 @@ def expand_braces(path: str) -> list[str]:
 def code_path(span: str) -> list[str]:
     """The repository paths an inline code span names (none when it is not a path)."""
     token = span.strip()
-    if not token or any(c.isspace() for c in token) or token.startswith(("/", "~", "$", "-")) or "://" in token:
+    if (not token or any(c.isspace() for c in token) or token.startswith(("/", "~", "$", "-", *OUTPUT_PREFIXES))
+            or "://" in token):
         return []
     token = next((piece for piece in token.split(":") if "/" in piece), token.split(":")[0])  # policy:PATH, x:64
     last = token.rstrip("/").rsplit("/", 1)[-1]
@@ -98,7 +100,8 @@ def test_the_reference_finder_reports_a_file_that_is_not_there() -> None:
             "`azjax/no_such_module.py`, `results/models/no_such_model/README.md` and "
             "`results/variants_connect_four.{json,nope}`; but not "
             "`RUN_DIR/config.json`, `results/models/NAME`, `FILE.jsonl`, `~/.cache/azjax/jax`, `/usr/games/gnugo`, "
-            "[a site](https://example.org/x.md), `azjax.search.choose_move` or `--run_dir runs/x`.\n"
+            "[a site](https://example.org/x.md), `azjax.search.choose_move`, `--run_dir runs/x` or a command's "
+            "output under the ignored runs/, `runs/bench/bench_selfplay.json`.\n"
             "```\nazjax eval results/no_such_model mcts:200\n```\n")
     assert missing(text, page, repository_paths()) == [
         "missing_page.md", "results/no_such_file.json", "scripts/no_such_script.py:main", "azjax/no_such_module.py",

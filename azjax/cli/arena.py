@@ -32,7 +32,8 @@ Chess games start from the standard position (odds starts: give FEN lines in `--
 
 `--max_plies` caps a game (counted from the game start, openings included): Go is then scored by
 area (Tromp-Taylor minus komi), chess and Connect Four are adjudicated draws (`unfinished`).
-Games are saved under `--out_dir` (SGF for Go, PGN for chess, text for Connect Four), and
+Games are saved under `--out_dir` (default runs/arena, which git ignores: the committed tables under
+results/arena are written only when that path is given; SGF for Go, PGN for chess, text for Connect Four), and
 `results.json` holds every pairing (arena.MatchResult fields) and the Elo fit (azjax.play.arena.fit_elo,
 anchored at the first agent, ratings with standard errors and 95% intervals = +-1.96 se). Rerun into
 the same `--out_dir`, an arena replaces the records an earlier arena wrote there (the results.json
@@ -203,7 +204,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="JAX pairings: games per jitted batch (default all)")
     p.add_argument("--prior_draws", type=nonnegative_float, default=1.0,
                    help="virtual draws per pairing in the Elo fit (keeps perfect scores finite)")
-    p.add_argument("--out_dir", default="results/arena", help="results.json and games/ go here")
+    # Under the ignored runs/, not results/: a trial arena must not write into the committed tables.
+    p.add_argument("--out_dir", default="runs/arena",
+                   help="results.json and games/ go here (default runs/arena; results/... only when given)")
     p.add_argument("--no_save", action="store_true", help="do not write game records")
     p.add_argument("--seed", type=any_int, default=0)
 

@@ -87,7 +87,9 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"run directory: {summary['run_dir']} (step {summary['step']})")
     if last:
         print(f"last evaluation: score {float(last['score']):.3f} vs {last['opponent']}")
-    return 0
+    # Stopped by a signal (checkpoint written): the shell's 128 + signal, 130 for Ctrl-C and 143 for SIGTERM, so
+    # `azjax train ... && azjax export ...` does not go on with an unfinished run.
+    return 0 if summary.get("signal") is None else 128 + int(summary["signal"])
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:

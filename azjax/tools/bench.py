@@ -23,6 +23,9 @@ azjax's search loop (`azjax.search.core.search`) against `mctx.search`, which bu
 (`search_scaling` rows): mctx's backup costs O(V) per simulation, so its search is O(V^2).
 
     python -m azjax.tools.bench --game connect_four --game go_9x9 --out results/bench_selfplay.json
+
+Without `--out` it writes runs/bench/bench_selfplay.json (ignored by git): results/ holds committed
+measurements, so only a path given there explicitly replaces one.
 """
 
 from __future__ import annotations
@@ -467,7 +470,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "round for chess's 4672 moves at the full preset)")
     p.add_argument("--skip_loop", action="store_true",
                    help="no self-play loop rows (nor their breakdown and contempt rows): only --devices and --scaling")
-    p.add_argument("--out", default="results/bench_selfplay.json")
+    # Under the ignored runs/, not results/: a smoke test (--quick) must not rewrite a committed measurement.
+    p.add_argument("--out", default="runs/bench/bench_selfplay.json",
+                   help="the JSON written (default runs/bench/bench_selfplay.json; results/... only when given)")
     # Any other config field (`--value_head wdl`, `--num_blocks 6`, ...) sets the network and loop benched.
     config_flags(p, exclude=("n_scl", "num_envs", "num_simulations"))
 

@@ -211,6 +211,10 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
         --stop_after`); the config, and so the compiled program, stays the run's.
       time_budget_s: stop (with a checkpoint) once this call has run this many seconds (the step under
         way finishes first); the run can be resumed.
+
+    Returns the run directory, the step reached, whether the run finished, its last metrics row and evaluation,
+    and `signal`: the number of the signal (SIGINT, SIGTERM) that stopped it before its end (after the step under
+    way and a checkpoint), else None.
     """
     run_dir = Path(run_dir)
     if resume:
@@ -281,10 +285,12 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
     watch = HeadWatch([c for c in trainer.value.columns if c.endswith(("_std", "_active"))])
     spread = trainer.value.columns[0]  # value_std, or alpha_std for SAI
     interrupted = False
+    stopped_by: int | None = None  # the signal that stopped the run: the command exits 128 + it (130 for Ctrl-C)
 
     def on_signal(signum: int, frame: Any) -> None:  # finish the step, checkpoint, then stop
-        nonlocal interrupted
+        nonlocal interrupted, stopped_by
         interrupted = True
+        stopped_by = signum
 
     old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     t_run = time.perf_counter()
@@ -356,8 +362,11 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
         if bar is not None:
             bar.close()
         log.close()
+    # A signal that came during the last step stopped nothing: the run ended as it would have.
+    signum = stopped_by if stopped_by is not None and step < end else None
     return {"run_dir": str(run_dir), "step": step, "finished": step >= config.num_steps,
-            "last": log.rows[-1] if log.rows else None, "last_eval": log.evals[-1] if log.evals else None}
+            "last": log.rows[-1] if log.rows else None, "last_eval": log.evals[-1] if log.evals else None,
+            "signal": signum}
 
 
 def release_freed_memory() -> bool:

@@ -1,17 +1,22 @@
-"""The command line end to end on a tiny config: train, resume, export, eval, play, bench; bad input."""
+"""The command line end to end on a tiny config: train, resume, export, eval, play, bench; bad input; a stop by
+signal; a clone of the repository that the first commands leave as it was."""
 
 from __future__ import annotations
 
 import builtins
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import load_script
 
 from azjax.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # The loop fields are those of conftest's `tiny_overrides` (sgd_steps_per_step 1: the quick preset's 16 SGD
 # steps are unrolled in the step program), so the step compiles to the program the loop tests build and comes
@@ -79,6 +84,70 @@ def test_train_eval_export_play(tmp_path, capsys, monkeypatch):
     assert "azjax plays" in text
 
 
+def azjax_command(argv: list[str]) -> list[str]:
+    """`azjax ARGV` as a subprocess's command line (run it with `azjax_env`)."""
+    return [sys.executable, "-m", "azjax.cli", *argv]
+
+
+def azjax_env(code: Path = ROOT) -> dict[str, str]:
+    """A subprocess's environment: the azjax of the checkout `code`, not whichever one is installed, and the session's
+    compilation cache and XLA flags (conftest.py puts them in the environment)."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(code), os.environ.get("PYTHONPATH")]))}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)], ids=["SIGINT", "SIGTERM"])
+def test_sigint_or_sigterm_stops_training_with_a_checkpoint_that_resume_accepts_and_exits_130_or_143(
+        tmp_path, capsys, signum, status):
+    run = tmp_path / "run"
+    # A checkpoint every 4 steps of 4: the one after the signal is the stop's own, not a periodic one.
+    proc = subprocess.Popen(azjax_command(["train", "--game", "connect_four", "--preset", "quick", "--run_dir",
+                                           str(run), "--num_steps", "4", "--no-progress", *TINY,
+                                           "--checkpoint_every", "4"]),
+                            env=azjax_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    seen = []
+    try:
+        for line in proc.stdout:
+            seen.append(line)
+            # After the first step, in the loop with its handler: the step under way (step 2, then its
+            # evaluation's compile) takes seconds, so the signal lands before the run's end.
+            if line.startswith("step 1 (compiled and run)"):
+                proc.send_signal(signum)
+                break
+        out = "".join(seen) + proc.communicate(timeout=600)[0]
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == status, out[-3000:]
+    (step,) = [int(p.name) for p in (run / "checkpoints").iterdir() if p.name.isdigit()]
+    assert 1 <= step < 4 and f"interrupted: checkpoint written at step {step}" in out, out[-3000:]
+    assert f"run directory: {run} (step {step})" in out
+    assert main(["train", "--resume", str(run), "--no-progress"]) == 0
+    assert f"resumed from step {step}" in (text := capsys.readouterr().out) and f"run directory: {run} (step 4)" in text
+
+
+@pytest.mark.slow
+def test_a_quick_bench_and_a_small_arena_leave_a_fresh_clone_as_git_checked_it_out(tmp_path):
+    """What a newcomer types first, in a clone of the committed tree: their outputs go under the ignored runs/,
+    and nothing committed (results/bench_selfplay.json, results/arena/) is touched. The clone holds the last
+    commit, not uncommitted edits."""
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=300)
+    # The bench's flags are test_bench_without_the_plain_loop_leaves_its_figures_empty's (the same programs: a warm
+    # cache in a whole session) and set no path.
+    for argv in (["bench", "--game", "connect_four", "--quick", "--n_scl", "0", "--skip_plain"],
+                 ["arena", "random", "mcts:8", "--game", "connect_four", "--games", "2"]):
+        proc = subprocess.run(azjax_command(argv), cwd=clone, env=azjax_env(clone), capture_output=True, text=True,
+                              timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True)
+    assert status.stdout == "", f"the commands changed the checkout:\n{status.stdout}"
+    assert json.loads((clone / "runs" / "bench" / "bench_selfplay.json").read_text())["results"]
+    assert len(json.loads((clone / "runs" / "arena" / "results.json").read_text())["pairings"]) == 1
+    assert len(list((clone / "runs" / "arena" / "games").iterdir())) == 2
+
+
 @pytest.mark.parametrize(
     "argv, message",
     [
@@ -125,6 +194,12 @@ def test_bench_times_a_win_draw_loss_network_given_as_a_config_flag(tmp_path):
                  "--out", str(out)]) == 0
     (row,) = json.loads(out.read_text())["results"]
     assert row["value_head"] == "wdl" and row["sims_per_s"] > 0 and row["plain_loop_sims_per_s"] > 0
+
+
+def test_the_bench_script_rewrites_the_committed_measurement_unless_given_another_out():
+    with_out = load_script("bench_selfplay").with_results_out
+    assert with_out(["--game", "go_9x9"]) == ["--game", "go_9x9", "--out", "results/bench_selfplay.json"]
+    assert with_out(["--out", "x.json"]) == ["--out", "x.json"] and with_out(["--out=x.json"]) == ["--out=x.json"]
 
 
 def test_bench_without_the_plain_loop_leaves_its_figures_empty(tmp_path):
