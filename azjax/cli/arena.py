@@ -7,7 +7,7 @@
 
 Agents:
   * `PATH[:N][:key=value,...]`: a run directory or exported model searching N simulations
-    (default `--simulations`); keys `n_scl` (0 = off), `search` (puct / gumbel), `considered` (the
+    (default `--simulations`, else the model's `eval_simulations`); keys `n_scl` (0 = off), `search` (puct / gumbel), `considered` (the
     Gumbel root's moves, those its sequential halving starts from) and `c_scale` (how far its searched values
     outweigh the prior in the move chosen);
   * `policy:PATH`: the raw policy; `random`; `mcts:N` (rollout MCTS); `material` (chess: one ply of
@@ -193,7 +193,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--game", default=None, help="needed when no agent is a checkpoint")
     p.add_argument("--games", type=even_games, default=10, help="games per pairing (even)")
     p.add_argument("--gauntlet", action="store_true", help="the first agent against each other (default: round robin)")
-    p.add_argument("--simulations", type=positive_int, default=64, help="search budget of checkpoint agents without :N")
+    p.add_argument("--simulations", type=positive_int, default=None,
+                   help="search budget of checkpoint agents without :N (default: each model's eval_simulations)")
     p.add_argument("--random_opening_plies", type=nonnegative_int, default=0,
                    help="K random legal first moves per opening")
     p.add_argument("--openings", default=None, help="file of opening positions, one per line")

@@ -138,7 +138,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- agents
 
 
-def jax_agent(spec: str, game_name: str | None, simulations: int, search: str | None = None,
+def jax_agent(spec: str, game_name: str | None, simulations: int | None, search: str | None = None,
               n_scl: int | None = None) -> tuple[Any, str]:
     """An agent of `azjax eval` from its spec (`azjax.play.specs`: JAX players only); returns (agent, game name)."""
     from azjax.play.specs import parse_agent
@@ -384,7 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("agent_b")
     p.add_argument("--game", default=None, help="needed when neither agent is a checkpoint")
     p.add_argument("--games", type=even_games, default=200, help="games played (even: colours alternate)")
-    p.add_argument("--simulations", type=positive_int, default=64, help="search budget of checkpoint agents")
+    p.add_argument("--simulations", type=positive_int, default=None,
+                   help="search budget of checkpoint agents (default: each model's eval_simulations)")
     p.add_argument("--search", choices=["gumbel", "puct"], default=None, help="override the checkpoint's search")
     p.add_argument("--n_scl", type=nonnegative_int, default=None,
                    help="search-contempt node limit for checkpoint agents (0: off)")

@@ -7,8 +7,9 @@ Specs:
   * `PATH[:N][:key=value,...]`: a run directory or exported model searching N simulations
     (default `simulations`); keys `n_scl` (0 = off), `search` (puct / gumbel), `considered` (the Gumbel
     root's moves, `eval_max_num_considered_actions`), `c_scale` (`eval_gumbel_c_scale`), `twofold_draws` (1 / 0,
-    chess: Lc0's two-fold draws in the search) and `sensible_lambda` (SAI networks: the sensible agent's lambda in
-    [0, 1], 0 the plain winrate);
+    chess: Lc0's two-fold draws in the search), `sensible_lambda` (SAI networks: the sensible agent's lambda in
+    [0, 1], 0 the plain winrate) and `certainty` (off / visited / expanded: Lc0's certainty propagation,
+    `eval_certainty_propagation`);
   * `policy:PATH`: the raw policy; `random`; `mcts:N` (rollout MCTS); `material` (chess: one ply of
     material, the move that captures the most);
   * `gtp:COMMAND ...`: a GTP program; `uci:COMMAND[:key=value,...]`: a UCI chess program, keys `skill`
@@ -103,12 +104,13 @@ def spec_game(spec: str) -> str | None:
     return load_config(path).game if Path(path).is_dir() else None
 
 
-def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: str | None = None,
+def parse_agent(spec: str, game_name: str | None, simulations: int | None, *, search: str | None = None,
                 n_scl: int | None = None) -> tuple[ArenaAgent, str | None]:
     """A player from its spec (see the module docstring); returns it and the game it fixes.
 
     `search` and `n_scl` are defaults for checkpoint agents (command-line flags); the spec's own
-    `:search=...` / `:n_scl=...` options win.
+    `:search=...` / `:n_scl=...` options win. `simulations`: the search budget of a checkpoint agent without `:N`
+    (None: its config's `eval_simulations`, what the model plays with in an engine).
     """
     name, spec = _strip_name(spec)
     if spec.startswith("gtp:"):
@@ -142,9 +144,13 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
                 spec_overrides["twofold_draws"] = v == "1"
             elif k == "sensible_lambda":
                 spec_overrides["sensible_lambda"] = _unit_float(v, "sensible_lambda")
+            elif k == "certainty":
+                if v not in ("off", "visited", "expanded"):
+                    raise ValueError(f"certainty needs off, visited or expanded, got {v!r}")
+                spec_overrides["eval_certainty_propagation"] = v
             else:
                 raise ValueError(f"unknown checkpoint option {k!r} in {spec!r} "
-                                 "(n_scl, search, considered, c_scale, twofold_draws, sensible_lambda)")
+                                 "(n_scl, search, considered, c_scale, twofold_draws, sensible_lambda, certainty)")
     if base == "material":
         if game_name not in (None, "chess"):
             raise ValueError(f"agent 'material' plays chess, not {game_name}")
@@ -172,6 +178,7 @@ def parse_agent(spec: str, game_name: str | None, simulations: int, *, search: s
     config, params = load_model(path)
     if game_name is not None and config.game != game_name:
         raise ValueError(f"{path} plays {config.game}, not {game_name}")
+    visits = visits or config.eval_simulations
     search = spec_search or search
     n_scl = spec_n_scl if spec_n_scl is not None else n_scl
     if search:
@@ -217,7 +224,8 @@ def _positive_float(text: str, key: str) -> float:
 
 def _spec_options(overrides: dict[str, Any]) -> list[tuple[str, Any]]:
     """The spec's own option names for config overrides, as a label shows them."""
-    names = {"eval_max_num_considered_actions": "considered", "eval_gumbel_c_scale": "c_scale"}
+    names = {"eval_max_num_considered_actions": "considered", "eval_gumbel_c_scale": "c_scale",
+             "eval_certainty_propagation": "certainty"}
     return [(names.get(k, k), v) for k, v in overrides.items()]
 
 
