@@ -57,6 +57,26 @@ Conventions:
     `avoid`/`allow` are refused.
     Without an interval (or with interval 0) the command answers once, from one search at `--visits`, with one line
     per move, and the response ends at once (no need to interrupt it; scripts use this form).
+  * What GUIs, GoGui's twogtp and server bridges send besides (Go only unless said):
+        final_status_list alive|dead|seki   one chain a line; dead from the ownership head, if the network has
+                                            one, else none (Tromp-Taylor counts every stone), seki always empty
+                                            (`azjax.engines.final_status`)
+        fixed_handicap N                    GTP's fixed stones (2 to 4 on 7x7, 2 to 9 on 9x9), on a new game
+        place_free_handicap N               the fixed stones, then the engine's choice (a search each), 2 to size²-1
+        set_free_handicap V1 V2 ...         the controller's stones; the three play them as Black moves with White
+                                            passes between (`Position.place_stones` says why that is the same game)
+        loadsgf FILE [MOVE_NUMBER]          size (must be the engine's), komi, setup stones and the moves before
+                                            MOVE_NUMBER; answers the colour to move (`azjax.engines.sgf_io`)
+        printsgf [FILE]                     the game so far as SGF, as the answer or into FILE
+        lz-genmove_analyze [colour] [interval] ...   genmove that streams lz-analyze's info lines, then `play MOVE`
+        kata-genmove_analyze [colour] [interval] ... the same with kata-analyze's fields (every game)
+        kata-get-rules / kata-set-rules RULES   KataGo's rules JSON; only the rules played (`azjax.engines.kata_rules`)
+        cputime                             the process's CPU seconds (every game)
+    `lz-genmove_analyze` answers `=`, info lines and `play D4` and is not cut short by the next command: with an
+    interval and a PUCT search that reuses its tree, a budget of 64 visits or more is searched in three growing
+    searches (a quarter, half, all of it), each continuing the last one's tree, with a line after the first and the
+    last and in between at most one per interval; otherwise one search and its line. The move played is the last
+    search's, with genmove's visit budget (and time).
 """
 
 from __future__ import annotations
@@ -69,8 +89,11 @@ import re
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from azjax.engines.handicap import fixed_handicap_vertices, max_fixed_handicap, max_free_handicap
+from azjax.engines.kata_rules import parse_rules, rules_json
 from azjax.engines.loading import EngineLoad, LoadingFrontEnd, one_line, start_engine
 from azjax.engines.records import format_go_score
 from azjax.engines.streaming import LineReader, analysis_cap, growing_visits
@@ -85,6 +108,13 @@ COMMANDS = (
     "komi", "play", "genmove", "undo", "showboard", "final_score", "time_settings", "time_left", "quit",
     "lz-analyze", "azjax-analyze", "kata-analyze",
 )  # fmt: skip
+# The commands GUIs (Sabaki, Lizzie), GoGui's twogtp and server bridges send besides (issue 62).
+COMMANDS += (
+    "final_status_list", "fixed_handicap", "place_free_handicap", "set_free_handicap", "loadsgf", "printsgf",
+    "lz-genmove_analyze", "kata-genmove_analyze", "kata-get-rules", "kata-set-rules", "cputime",
+)  # fmt: skip
+# lz-genmove_analyze with an interval splits a budget of at least this many visits into growing searches.
+GENMOVE_ANALYZE_STAGED = 64
 # kata-analyze options that ask for what these networks do not have (ownership, per-move PV visits, a root line):
 # accepted with true or false, as GUIs send them, and ignored.
 KATA_IGNORED_OPTIONS = frozenset(
@@ -111,6 +141,15 @@ class AnalyzeRequest:
     interval: float | None = None
     min_moves: int = 0
     max_moves: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class GenmoveAnalyzeRequest:
+    """`lz-genmove_analyze` / `kata-genmove_analyze`, checked and accepted (the colour is to move): `handle` sends
+    `=`, then `GTPEngine.genmove_with_analysis` streams the info lines, searches and plays the move."""
+
+    analyze: AnalyzeRequest
+    color: str
 
 
 _NUMBER = re.compile(r"[0-9]+(\.[0-9]+)?")  # ASCII digits only: float("٣") and float("nan") parse, GTP's don't
@@ -234,6 +273,19 @@ class GTPEngine(LoadingFrontEnd):
             "kata-analyze": self.cmd_kata_analyze,
             "quit": lambda a: "",
         }
+        self.handlers.update({
+            "final_status_list": self.cmd_final_status_list,
+            "fixed_handicap": self.cmd_fixed_handicap,
+            "place_free_handicap": self.cmd_place_free_handicap,
+            "set_free_handicap": self.cmd_set_free_handicap,
+            "loadsgf": self.cmd_loadsgf,
+            "printsgf": self.cmd_printsgf,
+            "lz-genmove_analyze": lambda a: self._genmove_analyze(parse_analyze(a, kata=False)),
+            "kata-genmove_analyze": lambda a: self._genmove_analyze(parse_analyze(a, kata=True)),
+            "kata-get-rules": self.cmd_kata_get_rules,
+            "kata-set-rules": self.cmd_kata_set_rules,
+            "cputime": lambda a: f"{time.process_time():.3f}",
+        })
 
     # ----- the loop
 
@@ -283,6 +335,16 @@ class GTPEngine(LoadingFrontEnd):
                 print(f"azjax gtp: analysis stopped: {one_line(f'{type(e).__name__}: {e}')}", file=sys.stderr,
                       flush=True)
             return "\n", False
+        if isinstance(result, GenmoveAnalyzeRequest):  # `=`, the info lines, then `play MOVE`
+            self.out.write(f"={cid}\n")
+            self.out.flush()
+            try:
+                move = self.genmove_with_analysis(result)
+            except Exception as e:  # as for a stream: no `?` can follow `=`; the answer ends without a move
+                print(f"azjax gtp: {name} stopped: {one_line(f'{type(e).__name__}: {e}')}", file=sys.stderr,
+                      flush=True)
+                return "\n", False
+            return f"play {move}\n\n", False
         sep = " " if result and not result.startswith("\n") else ""
         return f"={cid}{sep}{result}\n\n", name == "quit"
 
@@ -468,6 +530,160 @@ class GTPEngine(LoadingFrontEnd):
         # then again every interval, so that a GUI sees the engine still there.
         while latest is not None and not reader.wait(next_send - time.monotonic()):
             send(latest)
+
+    # ----- what GUIs, twogtp and server bridges send besides (issue 62)
+
+    def cmd_final_status_list(self, args: list[str]) -> str:
+        self._need_go("final_status_list")
+        if len(args) != 1:
+            raise GTPError("final_status_list needs one status: alive, dead or seki")
+        status = args[0].lower()
+        if status not in ("alive", "dead", "seki"):
+            raise GTPError(f"invalid status {one_line(repr(args[0]), 60)} (alive, dead or seki)")
+        from azjax.engines.final_status import stone_status  # the network's modules: after the handshake
+
+        return "\n".join(" ".join(chain) for chain in stone_status(self.engine, status))
+
+    def _handicap_stones(self, command: str, args: list[str]) -> int:
+        """The number of stones of `fixed_handicap N` / `place_free_handicap N`, on a new game's empty board."""
+        self._need_go(command)
+        if len(args) != 1 or not re.fullmatch(r"[0-9]+", args[0]):
+            raise GTPError(f"{command} needs the number of stones")
+        self._need_empty_board()
+        return _count(args[0])
+
+    def _need_empty_board(self) -> None:
+        if self.position.actions:
+            raise GTPError("board not empty (handicap stones go on a new game: clear_board first)")
+
+    def _place_handicap(self, vertices: list[str]) -> str:
+        self.position.place_stones(vertices)
+        self.engine.clear_tree()
+        return " ".join(vertices)
+
+    def cmd_fixed_handicap(self, args: list[str]) -> str:
+        stones = self._handicap_stones("fixed_handicap", args)
+        try:
+            vertices = fixed_handicap_vertices(self.engine.game.size, stones)  # type: ignore[attr-defined]
+        except ValueError:
+            raise GTPError(f"invalid number of stones: {stones} (fixed handicaps on "
+                           f"{self.engine.game.size}x{self.engine.game.size}: 2 to "  # type: ignore[attr-defined]
+                           f"{max_fixed_handicap(self.engine.game.size)})") from None  # type: ignore[attr-defined]
+        return self._place_handicap(vertices)
+
+    def cmd_place_free_handicap(self, args: list[str]) -> str:
+        """The fixed stones as far as they go, then each further stone where a search for Black (White passing)
+        puts its most visited move; fewer stones if Black has no legal point left."""
+        stones = self._handicap_stones("place_free_handicap", args)
+        size = self.engine.game.size  # type: ignore[attr-defined]
+        if not 2 <= stones <= max_free_handicap(size):
+            raise GTPError(f"invalid number of stones: {stones} (2 to {max_free_handicap(size)})")
+        fixed = min(stones, max_fixed_handicap(size))
+        vertices = fixed_handicap_vertices(size, fixed) if fixed >= 2 else []
+        pos = self.position
+        try:
+            while len(vertices) < stones:
+                pos.reset()
+                pos.place_stones(vertices, to_move="b")
+                result = self.engine.search()
+                choice = next((s.move for s in result.stats if s.move != "pass"), None)
+                if choice is None:
+                    break
+                vertices.append(choice)
+        finally:
+            pos.reset()
+            self.engine.clear_tree()
+        return self._place_handicap(vertices)
+
+    def cmd_set_free_handicap(self, args: list[str]) -> str:
+        self._need_go("set_free_handicap")
+        self._need_empty_board()
+        size = self.engine.game.size  # type: ignore[attr-defined]
+        if not 2 <= len(args) <= max_free_handicap(size):
+            raise GTPError(f"bad vertex list: 2 to {max_free_handicap(size)} stones, not {len(args)}")
+        try:
+            self._place_handicap(args)
+        except ValueError as err:
+            raise GTPError(f"bad vertex list: {err}") from None
+        return ""
+
+    def cmd_loadsgf(self, args: list[str]) -> str:
+        self._need_go("loadsgf")
+        if not 1 <= len(args) <= 2:
+            raise GTPError("loadsgf needs a file name and, optionally, a move number")
+        move_number = None
+        if len(args) == 2:
+            if not re.fullmatch(r"[0-9]+", args[1]) or _count(args[1]) < 1:
+                raise GTPError(f"the move number must be a positive integer, not {one_line(repr(args[1]), 60)}")
+            move_number = _count(args[1])
+        from azjax.engines.sgf_io import load_sgf, read_sgf
+
+        name = one_line(repr(args[0]), 120)
+        try:
+            record = read_sgf(Path(args[0]).read_bytes())
+        except OSError as err:
+            raise GTPError(f"cannot load file {name}: {err.strerror or err}") from None
+        except ValueError as err:
+            raise GTPError(f"cannot load file {name}: {err}") from None
+        load_sgf(self.position, record, move_number)  # the position as it was if this fails
+        self.engine.clear_tree()
+        return "black" if self.position.to_move() == "b" else "white"
+
+    def cmd_printsgf(self, args: list[str]) -> str:
+        self._need_go("printsgf")
+        if len(args) > 1:
+            raise GTPError("printsgf takes at most a file name")
+        from azjax.engines.sgf_io import position_sgf
+
+        data = position_sgf(self.position)
+        if args:
+            try:
+                Path(args[0]).write_bytes(data)
+            except OSError as err:
+                raise GTPError(f"cannot write file {one_line(repr(args[0]), 120)}: {err.strerror or err}") from None
+            return ""
+        return "\n".join(line for line in data.decode("utf-8").splitlines() if line.strip())
+
+    def _genmove_analyze(self, request: AnalyzeRequest) -> GenmoveAnalyzeRequest:
+        """Checks the command and makes the colour the side to move (as genmove does) before `=` is sent."""
+        color = request.color or self.position.to_move()
+        self._prepare_color(color)
+        return GenmoveAnalyzeRequest(request, color)
+
+    def genmove_with_analysis(self, command: GenmoveAnalyzeRequest) -> str:
+        """Searches with genmove's budget, writing info lines (the module's docstring says when), plays the last
+        search's move and returns it."""
+        engine, request = self.engine, command.analyze
+        budget = self._visit_budget(command.color)
+        plan = [budget]
+        if (request.interval is not None and budget >= GENMOVE_ANALYZE_STAGED and engine.reuses_trees
+                and engine.spec().kind == "puct"):
+            plan = [budget // 4, budget // 2, budget]
+        sent: float | None = None
+        for i, visits in enumerate(plan):
+            result = engine.search(visits)
+            now = time.monotonic()
+            if i == len(plan) - 1 or sent is None or (request.interval is not None and now - sent >= request.interval):
+                line = " ".join(self.info_entries(result, request))
+                if line:
+                    self.out.write(line + "\n")
+                    self.out.flush()
+                sent = now
+        self.position.play_action(result.best_action)
+        return result.best_move
+
+    def cmd_kata_get_rules(self, args: list[str]) -> str:
+        self._need_go("kata-get-rules")
+        if args:
+            raise GTPError("kata-get-rules takes no arguments")
+        return rules_json(self.position.komi)
+
+    def cmd_kata_set_rules(self, args: list[str]) -> str:
+        self._need_go("kata-set-rules")
+        komi = parse_rules(" ".join(args))
+        if komi is not None:
+            self.position.set_komi(komi)
+        return ""
 
 def main(args: argparse.Namespace, inp: TextIO | None = None, out: TextIO | None = None) -> int:
     load = start_engine(args, "gtp")  # answers the handshake while the network loads

@@ -1,5 +1,15 @@
 """A host-side game position: the start state (game start with a komi, or a chess FEN) plus the moves played,
 in the game's notation; `parse_position` reads one from a line (moves, or a chess FEN with moves).
+
+Go's setup stones (handicap stones, an SGF's `AB`/`AW`) are played as the position's first actions
+(`Position.place_stones`): pgx builds a position only by moves, so the stones go down one by one, the colour
+without a stone left passing in between, and `Position.setup` counts those actions. This gives the board, the side
+to move and the superko rules of the set-up position: no two passes follow each other (each pass is followed by a
+stone), no stone captures (checked: the board must hold exactly the stones asked for), so every position on the way
+is new. What differs from a position set up in one step: the network's history planes show the stones arriving
+one by one (its input planes hold the last 8 boards), the boards on the way count for positional superko (a later
+position that repeats one of them, with only some of the setup stones and no other stone, is a repetition), and the
+actions count toward the game's move cap (8 x size², far beyond any real game). `undo` stops at the setup.
 """
 
 from __future__ import annotations
@@ -47,6 +57,7 @@ class Position:
         self.actions: list[int] = []
         self.moves: list[str] = []  # the actions in the game's notation
         self.states: list[GameState] = []
+        self.setup = 0  # Go: the first `setup` actions place setup stones (`place_stones`), not moves of the game
         self.reset()
 
     @property
@@ -65,24 +76,91 @@ class Position:
         self.actions = []
         self.moves = []
         self.states = [start]
+        self.setup = 0
 
     def set_komi(self, komi: float) -> None:
-        """Changes the komi of the current game, keeping its moves."""
-        actions = list(self.actions)
+        """Changes the komi of the current game, keeping its moves (and its setup stones)."""
+        actions, setup = list(self.actions), self.setup
         self.reset(komi=komi)
         for a in actions:
             self.play_action(a)
+        self.setup = setup
+
+    def place_stones(self, black: Sequence[str], white: Sequence[str] = (), to_move: str | None = None) -> None:
+        """Go: sets up stones on the empty board of a new game (handicap stones: `black` only), as the position's
+        first actions: the colours' stones in turn, Black first, a colour with none left passing while the other
+        still has some; then a pass if `to_move` ("b" or "w") is not the side to move (default: the side after the
+        last stone). Raises ValueError (the position unchanged) if the board is not empty, a vertex is bad or
+        repeated, or a stone would capture or have no liberty."""
+        if not self.game.is_go:
+            raise ValueError(f"setup stones apply to Go only, not {self.game.name}")
+        if self.actions:
+            raise ValueError("board not empty")
+        stones = {"b": list(black), "w": list(white)}
+        points: dict[int, str] = {}
+        for colour, vertices in stones.items():
+            for v in vertices:
+                action = self._setup_action(v)
+                if action in points:
+                    raise ValueError(f"repeated vertex {self.move_str(action)}")
+                points[action] = colour
+        order: list[str] = []
+        colour = "b"
+        while stones["b"] or stones["w"]:
+            order.append(stones[colour].pop(0) if stones[colour] else "pass")
+            colour = "w" if colour == "b" else "b"
+        if to_move is not None and to_move != colour:
+            order.append("pass")
+        try:
+            for move in order:
+                self.play(move)
+            expected = np.zeros(self.game.num_actions - 1, np.int8)
+            for action, colour in points.items():
+                expected[action] = 1 if colour == "b" else -1
+            if not np.array_equal(self.game.board(self.state).reshape(-1), expected):
+                raise ValueError("the stones capture each other")
+        except ValueError as err:
+            self.reset()
+            raise ValueError(f"cannot set up these stones: {err}") from None
+        self.setup = len(self.actions)
+
+    def _setup_action(self, vertex: str) -> int:
+        """A board point's action (a vertex, not a pass): every point is legal on the empty start board."""
+        if vertex.strip().lower() == "pass":
+            raise ValueError("a pass is not a stone")
+        return self.game.parse_action(self.states[0], vertex)
+
+    def setup_stones(self) -> tuple[list[str], list[str]]:
+        """Go: the setup stones (Black's, White's) in the order they were placed (`place_stones`)."""
+        black: list[str] = []
+        white: list[str] = []
+        for i, move in enumerate(self.moves[: self.setup]):
+            if move != "pass":
+                (black if i % 2 == 0 else white).append(move)
+        return black, white
+
+    def game_moves(self) -> list[tuple[str, str]]:
+        """(colour, move) of the moves played after the setup stones, passes included."""
+        return [(self.game.side_to_move(self.states[i], i), m)
+                for i, m in enumerate(self.moves[self.setup :], start=self.setup)]
 
     def set_position(self, moves: Sequence[str] = (), *, fen: str | None = None, komi: float | None = None) -> None:
         """Start position plus moves in the game's notation; on error the position is unchanged."""
-        saved = (list(self.actions), list(self.moves), list(self.states), self.komi, self.start_fen)
+        saved = self.snapshot()
         try:
             self.reset(fen=fen, komi=komi)
             for m in moves:
                 self.play(m)
         except ValueError:
-            self.actions, self.moves, self.states, self.komi, self.start_fen = saved
+            self.restore(saved)
             raise
+
+    def snapshot(self) -> tuple:
+        """What `restore` needs to put the position back as it is now."""
+        return list(self.actions), list(self.moves), list(self.states), self.komi, self.start_fen, self.setup
+
+    def restore(self, saved: tuple) -> None:
+        self.actions, self.moves, self.states, self.komi, self.start_fen, self.setup = saved
 
     def play(self, text: str) -> int:
         """Plays a move in the game's notation; raises ValueError if malformed, illegal or the game is over."""
@@ -105,6 +183,8 @@ class Position:
     def undo(self) -> None:
         if not self.actions:
             raise ValueError("no move to undo")
+        if len(self.actions) <= self.setup:
+            raise ValueError("cannot undo the setup stones (handicap): clear_board starts a new game")
         self.actions.pop()
         self.moves.pop()
         self.states.pop()
