@@ -1,9 +1,14 @@
-"""Does a chess model's search play a mate in one when it has one?
+"""Does a chess model's search play a mate in one when it has one, and does it walk into one?
 
     python scripts/mate_probe.py --games results/arena/chess/games --write_positions \
         results/arena/chess/mate_in_one_positions.txt                            # once: the probe's positions
     python scripts/mate_probe.py --checkpoint results/models/chess_hour --visits 64 [--considered 64] \
         [--c_scale 1.0] --out results/chess_hour/mate_in_one.json                # a model's search on them
+
+    python scripts/mate_probe.py --games results/arena/chess/games --write_threats \
+        results/arena/chess/mate_threat_positions.txt                           # once: positions with a blunder
+    python scripts/mate_probe.py --kind threats --positions results/arena/chess/mate_threat_positions.txt \
+        --checkpoint MODEL --visits 64 [--certainty expanded] --out FILE.json    # how often it walks into a mate
 
 The positions come from recorded games: every position (once each) where the side to move can mate in one. The
 probe searches each with `azjax analyze` and reports the share where the chosen move mates (`mates_played`), the
@@ -11,6 +16,11 @@ share where the search visited a mating move at all (`mates_visited`), and the m
 mating move. A network whose games end in fifty-move draws a queen or two ahead plays few of them: with Gumbel's
 root, a move outside the `--considered` moves of highest prior is never searched, and a searched mate still loses
 the final choice to a move of much higher prior when `--c_scale` is small (docs/methods.md section 1).
+
+`--kind threats` asks the converse on every distinct position of the games where some legal move lets the opponent
+mate in one and some other does not: the share where the searched move is such a blunder (`blunders_played`). lc0's
+certainty propagation with the scan (`--certainty expanded`, docs/methods.md section 14) knows each of those moves
+lost once the search has visited it.
 """
 
 from __future__ import annotations
@@ -52,6 +62,43 @@ def mate_in_one_positions(game_files: list[Path]) -> list[tuple[str, list[str]]]
     return list(seen.items())
 
 
+def mate_threat_positions(game_files: list[Path]) -> list[tuple[str, list[str]]]:
+    """(FEN, the moves that allow a mate in one, in UCI) for every distinct position of the games where some legal
+    move allows one and some other does not."""
+    import chess
+    import chess.pgn
+
+    def allows_mate(board: chess.Board) -> bool:
+        for reply in board.legal_moves:
+            board.push(reply)
+            mate = board.is_checkmate()
+            board.pop()
+            if mate:
+                return True
+        return False
+
+    seen: dict[str, list[str]] = {}
+    for path in game_files:
+        with path.open() as f:
+            game = chess.pgn.read_game(f)
+        if game is None:
+            continue
+        board = game.board()
+        for move in game.mainline_moves():
+            fen = board.fen()
+            if fen not in seen:
+                blunders, legal = [], list(board.legal_moves)
+                for candidate in legal:
+                    board.push(candidate)
+                    if not board.is_game_over() and allows_mate(board):
+                        blunders.append(candidate.uci())
+                    board.pop()
+                if 0 < len(blunders) < len(legal):
+                    seen[fen] = blunders
+            board.push(move)
+    return list(seen.items())
+
+
 def read_positions(path: Path) -> list[tuple[str, list[str]]]:
     """The lines `FEN ; move move ...` of a positions file."""
     out = []
@@ -68,39 +115,65 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--games", nargs="+", help="folders of PGN game records to draw positions from")
     p.add_argument("--write_positions", help="write the positions drawn from --games here and stop")
+    p.add_argument("--write_threats", help="write the positions with a move that allows a mate in one here and stop")
+    p.add_argument("--kind", choices=["mates", "threats"], default="mates",
+                   help="what the --positions list: mates in one (default), or moves that allow one")
     p.add_argument("--positions", default="results/arena/chess/mate_in_one_positions.txt",
                    help="lines `FEN ; mating moves`")
     p.add_argument("--checkpoint", help="the model (or run directory) whose search to probe")
     p.add_argument("--visits", type=int, default=64)
     p.add_argument("--considered", type=int, default=None, help="Gumbel's root moves (default: the model's)")
     p.add_argument("--c_scale", type=float, default=None, help="Gumbel's gumbel_c_scale (default: the model's)")
+    p.add_argument("--certainty", choices=["off", "visited", "expanded"], default=None,
+                   help="lc0's certainty propagation (default: the model's eval_certainty_propagation)")
     p.add_argument("--out", help="JSON of the probe")
     args = p.parse_args(argv)
 
-    if args.write_positions:
+    if args.write_positions or args.write_threats:
         if not args.games:
-            p.error("--write_positions needs --games")
+            p.error("--write_positions and --write_threats need --games")
         files = sorted(f for folder in args.games for f in Path(folder).glob("*.pgn"))
-        positions = mate_in_one_positions(files)
-        header = (f"# positions whose side to move can mate in one, with the mating moves: "
+        if args.write_positions:
+            out, positions, what = args.write_positions, mate_in_one_positions(files), "can mate in one, with the " \
+                "mating moves"
+        else:
+            out, positions, what = args.write_threats, mate_threat_positions(files), "has a move that allows a mate " \
+                "in one and one that does not, with the moves that allow one"
+        header = (f"# positions whose side to move {what}: "
                   f"{script_command(__file__, argv)}\n# from {len(files)} games of {' '.join(args.games)}\n")
-        Path(args.write_positions).write_text(header + "".join(f"{fen} ; {' '.join(m)}\n" for fen, m in positions))
-        print(f"{len(positions)} positions -> {args.write_positions}")
+        Path(out).write_text(header + "".join(f"{fen} ; {' '.join(m)}\n" for fen, m in positions))
+        print(f"{len(positions)} positions -> {out}")
         return 0
     if not (args.checkpoint and args.out):
         p.error("give --checkpoint and --out (or --games and --write_positions)")
 
     positions = read_positions(Path(args.positions))
-    given = (("considered", args.considered), ("c_scale", args.c_scale))
+    given = (("considered", args.considered), ("c_scale", args.c_scale), ("certainty", args.certainty))
     flags = tuple(f"--{k}={v}" for k, v in given if v is not None)
     rows = analyze_positions(args.checkpoint, [fen for fen, _ in positions], args.visits, flags)
+    if args.kind == "threats":
+        blunders = [r["move"] in moves for r, (_, moves) in zip(rows, positions, strict=True)]
+        result = {
+            "command": script_command(__file__, argv), "checkpoint": args.checkpoint, "visits": args.visits,
+            "considered": args.considered, "c_scale": args.c_scale, "certainty": args.certainty,
+            "positions_file": args.positions, "positions": len(positions),
+            "blunders_played": sum(blunders) / len(blunders),
+            "blunders": [{"fen": fen, "move": r["move"]}
+                         for r, (fen, _), b in zip(rows, positions, blunders, strict=True) if b],
+            "note": "blunders_played: the share of positions where the searched move lets the opponent mate in one",
+        }
+        write_json(args.out, result)
+        print(f"{args.checkpoint} ({' '.join(flags) or 'its own search'}): walked into a mate in one in "
+              f"{result['blunders_played']:.0%} of {len(positions)} positions -> {args.out}")
+        return 0
     played = [r["move"] in mates for r, (_, mates) in zip(rows, positions, strict=True)]
     visited = [any(r["visits"].get(m, 0) > 0 for m in mates) for r, (_, mates) in zip(rows, positions, strict=True)]
     # The prior of a mating move the search never visited is not in analyze's output: read as 0.
     priors = [max(r["prior"].get(m, 0.0) for m in mates) for r, (_, mates) in zip(rows, positions, strict=True)]
     result = {
         "command": script_command(__file__, argv), "checkpoint": args.checkpoint, "visits": args.visits,
-        "considered": args.considered, "c_scale": args.c_scale, "positions_file": args.positions,
+        "considered": args.considered, "c_scale": args.c_scale, "certainty": args.certainty,
+        "positions_file": args.positions,
         "positions": len(positions),
         "mates_played": sum(played) / len(played), "mates_visited": sum(visited) / len(visited),
         "played_when_visited": sum(played) / max(1, sum(visited)),

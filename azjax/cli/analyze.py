@@ -88,7 +88,8 @@ def main(args: argparse.Namespace) -> int:
     if args.positions and not args.out:  # before the engine is built (and its search compiled)
         raise ValueError("--positions needs --out FILE.jsonl")
     overrides = {field: value for field, value in (("eval_max_num_considered_actions", args.considered),
-                                                   ("eval_gumbel_c_scale", args.c_scale)) if value is not None}
+                                                   ("eval_gumbel_c_scale", args.c_scale),
+                                                   ("eval_certainty_propagation", args.certainty)) if value is not None}
     engine = Engine.from_checkpoint(args.checkpoint, visits=args.visits, n_scl=args.n_scl, search=args.search,
                                     config_overrides=overrides)
     if args.positions:
@@ -151,6 +152,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--c_scale", type=positive_float, default=None,
                    help="Gumbel: the scale of the searched values against the prior's logits (default: the "
                         "checkpoint's eval_gumbel_c_scale, else its gumbel_c_scale)")
+    p.add_argument("--certainty", choices=["off", "visited", "expanded"], default=None,
+                   help="lc0's certainty propagation in the search (default: the checkpoint's "
+                        "eval_certainty_propagation)")
     p.add_argument("--top", type=nonnegative_int, default=20, help="table rows (0: every legal move)")
     p.add_argument("--json", action="store_true", help="print the result as one JSON object")
     p.add_argument("--positions", default=None, help="file of positions, one per line (batched)")
