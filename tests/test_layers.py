@@ -206,3 +206,56 @@ def test_no_module_imports_a_private_name_of_another_azjax_module() -> None:
                     found += [f"{file.relative_to(ROOT.parent)}:{node.lineno}: {target}.{a.name}"
                               for a in node.names if _private(a.name)]
     assert not found, "private names imported from other modules:\n" + "\n".join(found)
+
+
+def _trainer_private_names() -> set[str]:
+    """The private members of `Trainer` (azjax/train/loop.py): its methods and the attributes it sets on `self` whose
+    names start with one underscore."""
+    tree = ast.parse((ROOT / "train" / "loop.py").read_text())
+    trainer = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Trainer")
+    return {n for n in _class_members(trainer) if _private(n)}
+
+
+def _class_members(cls: ast.ClassDef) -> set[str]:
+    """The names a class defines: its methods and class attributes, and what its methods assign to `self.NAME`."""
+    names = {n.name for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    names |= {t.id for n in cls.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    names |= {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+              and isinstance(n.value, ast.Name) and n.value.id == "self"}
+    return names
+
+
+def _private_trainer_uses(file: Path, private: set[str], trainer_subclasses_ok: bool) -> list[str]:
+    """`x._name` in `file` for the names `private`, but for a class's own members on `self` (and, where
+    `trainer_subclasses_ok`, anything on `self` in a subclass of Trainer)."""
+    found: list[str] = []
+
+    def visit(node: ast.AST, own: set[str], subclass: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                bases = {ast.unparse(b).rsplit(".", 1)[-1] for b in child.bases}
+                visit(child, _class_members(child), trainer_subclasses_ok and "Trainer" in bases)
+                continue
+            if isinstance(child, ast.Attribute) and child.attr in private:
+                on_self = isinstance(child.value, ast.Name) and child.value.id == "self"
+                if not (on_self and (child.attr in own or subclass)):
+                    found.append(f"{file.relative_to(ROOT.parent)}:{child.lineno}: {ast.unparse(child)}")
+            visit(child, own, subclass)
+
+    visit(ast.parse(file.read_text(), filename=str(file)), set(), False)
+    return found
+
+
+def test_no_private_member_of_the_trainer_is_used_outside_its_module() -> None:
+    """`Trainer`'s interface is public and documented (`init`, `step`, `abstract_state`, `lower_step`, `init_local`,
+    `step_local`, `sgd_step`, ...): no module of azjax/, scripts/ or tests/ but azjax/train/loop.py uses one of its
+    private members (`x._name`), except a subclass of Trainer in azjax/train/ on `self`. A class's own members of the
+    same name (`self._init` in a Sweep) are its own."""
+    private = _trainer_private_names()
+    assert {"_init", "_step", "_bind"} <= private  # the check reads the class it means
+    found = []
+    for folder in ("azjax", "scripts", "tests"):
+        for file in sorted((ROOT.parent / folder).rglob("*.py")):
+            if file != ROOT / "train" / "loop.py":
+                found += _private_trainer_uses(file, private, trainer_subclasses_ok=file.parent == ROOT / "train")
+    assert not found, "private members of Trainer used outside azjax/train/loop.py:\n" + "\n".join(found)

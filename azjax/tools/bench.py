@@ -321,7 +321,7 @@ def bench_breakdown(game: str, config: Config, rounds: int = 3) -> dict[str, Any
     sgd_keys = jax.random.split(jax.random.key(4), max(config.sgd_steps_per_step, 1))
 
     def sgd_local(params: Any, opt_state: Any, replay: Any) -> Any:
-        return jax.lax.scan(functools.partial(trainer._sgd_step, replay=replay), (params, opt_state), sgd_keys,
+        return jax.lax.scan(functools.partial(trainer.sgd_step, replay=replay), (params, opt_state), sgd_keys,
                             unroll=trainer.sgd_unroll)[0]  # as the loop step runs them
 
     sgd = jax.jit(jax.shard_map(sgd_local, mesh=trainer.mesh, in_specs=(P(), P(), P()), out_specs=P(),

@@ -245,8 +245,7 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
     trainer = Trainer(config)
     check_run_fits(trainer)  # from shapes, before the step compiles or the run directory is written
     if source is not None:
-        layers_to_copy(jax.eval_shape(trainer._init_local, jax.random.key_data(jax.random.key(0))).params,
-                       source[1], config.init_from)
+        layers_to_copy(trainer.abstract_state(local=True).params, source[1], config.init_from)
     if not resume:
         hosts.barrier("azjax-new-run")  # every process has looked before the first one writes
         run_dir.mkdir(parents=True, exist_ok=True)
