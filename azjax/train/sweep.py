@@ -40,20 +40,19 @@ from azjax.play.arena import t_interval
 from azjax.train.driver import (
     COMPILE_NOTE,
     HeadWatch,
-    RunLog,
     evaluate,
-    load_metrics,
     metric_columns,
     numerical_fault,
     progress_bar,
     say,
     step_row,
-    write_checkpoint,
+    timing_columns,
 )
 from azjax.train.loop import AXIS, LoopState, Trainer
 from azjax.train.measures import RunMeasures
 from azjax.train.plan import check_run_fits
 from azjax.train.plots import save_figure
+from azjax.train.run_dir import RunLog, load_metrics, write_checkpoint
 
 RUNS = "runs"
 
@@ -374,15 +373,12 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
                 metrics = jax.device_get(metrics)
                 step += 1
                 dt = time.perf_counter() - t0
-                positions = like.num_envs * like.moves_per_step
                 for i, log in enumerate(logs):
                     run = sweep.run_state(states, i)
                     row = step_row(sweep.trainer, step, step * like.moves_per_step,
                                    {k: v[i] for k, v in metrics.items()})
                     row.update(measures[i].row(step, run))
-                    row.update(time_s=elapsed0 + time.perf_counter() - t_run, step_s=dt,
-                               games_per_s=row["games"] / dt, positions_per_s=positions / dt,
-                               sims_per_s=positions * like.num_simulations / dt)
+                    row.update(timing_columns(like, row["games"], dt, elapsed0 + time.perf_counter() - t_run))
                     log.add(row)
                     if i not in failed:
                         fault = numerical_fault(row, run.params)
