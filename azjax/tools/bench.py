@@ -50,9 +50,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from azjax.build import load_model
-from azjax.cli.args import config_flags
-from azjax.cli.args import overrides as config_overrides
-from azjax.config import Config, preset
+from azjax.config import Config, config_flags, config_overrides, preset
 from azjax.games import where_games
 from azjax.search import choose_move, search_inputs
 from azjax.search.core import search
