@@ -1,11 +1,12 @@
 """One typed, frozen config per run, with presets per game.
 
-Every field can be set from the command line (`--num_simulations 64`); a run directory keeps the
-config as JSON, and resuming checks that the saved config matches.
+Every field can be set from the command line (`--num_simulations 64`: `config_flags`, read back by
+`config_overrides`); a run directory keeps the config as JSON, and resuming checks that the saved config matches.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 import math
@@ -503,6 +504,34 @@ def parse_field(name: str, text: str) -> Any:
     except ValueError:
         raise ValueError(f"{name} expects a number, got {text!r}") from None
     return text
+
+
+def config_flags(parser: argparse.ArgumentParser, exclude: tuple[str, ...] = ()) -> None:
+    """A `--FIELD V` flag for every config field but the game and `exclude` (fields the command has flags of its
+    own for), grouped as `field_groups` groups them; `config_overrides` reads them back. `azjax train`, `sweep` and
+    `plan`, the bench and the scripts give their parsers every field this way."""
+    defaults = {f.name: f.default for f in dataclasses.fields(Config)}
+    sections = {m.name: m.section for m in METHODS}
+    for title, names in field_groups().items():
+        section = sections.get(title)
+        group = parser.add_argument_group(
+            f"config: {title}" + (f" (docs/methods.md section {section})" if section else "")
+            + (" (override the preset)" if title == "game" else ""))
+        for name in names:
+            if name == "game" or name in exclude:
+                continue
+            group.add_argument(f"--{name}", dest=f"cfg_{name}", metavar="V", default=None,
+                               help=f"(default {defaults[name]!r})")
+
+
+def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The config fields given on the command line (`config_flags`), parsed (`parse_field`)."""
+    out = {}
+    for f in dataclasses.fields(Config):
+        v = getattr(args, f"cfg_{f.name}", None)
+        if v is not None:
+            out[f.name] = parse_field(f.name, v)
+    return out
 
 
 # Presets: `quick` trains on a laptop CPU in minutes; `full` is sized for one GPU.

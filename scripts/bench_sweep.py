@@ -38,8 +38,7 @@ def main(argv: list[str]) -> int:
 
     gpu_while_loop_graphs()  # as `azjax` does, before pgx (azjax.config) starts JAX's backend
     from azjax.checkpoint import script_command, write_json
-    from azjax.cli.args import config_flags, overrides
-    from azjax.config import preset
+    from azjax.config import config_flags, config_overrides, preset
     from azjax.train.loop import Trainer
     from azjax.train.sweep import Sweep
 
@@ -61,7 +60,7 @@ def main(argv: list[str]) -> int:
     if not 0 <= args.sequential_runs <= args.seeds:
         p.error(f"--sequential_runs must be in 0..--seeds ({args.seeds}), got {args.sequential_runs}")
 
-    configs = [preset(args.game, args.preset, **{**overrides(args), "seed": s}) for s in range(args.seeds)]
+    configs = [preset(args.game, args.preset, **{**config_overrides(args), "seed": s}) for s in range(args.seeds)]
 
     alone = configs[:args.sequential_runs or args.seeds]
     sequential_first, sequential_rest = [], []

@@ -38,7 +38,7 @@ SAI_PRESETS = ("sai", "sai_full")  # the go_7x7 presets with SAI's value head
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    from azjax.cli.args import config_flags
+    from azjax.config import config_flags
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--minutes", type=float, default=120.0, help="wall-time budget of the training (default 120)")
@@ -60,7 +60,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The config fields the command line sets (`--steps` as num_steps); value_head must stay SAI's."""
-    from azjax.cli.args import overrides
+    from azjax.config import config_overrides as overrides
 
     fields = overrides(args)
     if fields.get("value_head", "sai") != "sai":

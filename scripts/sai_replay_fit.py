@@ -103,7 +103,7 @@ def run(args: argparse.Namespace, command: str) -> dict[str, Any]:
     if step is None:
         raise SystemExit(f"{run_dir} has no loop checkpoint yet")
     trainer = Trainer(config)
-    template = jax.eval_shape(trainer._init, jax.random.key_data(jax.random.key(0)))
+    template = trainer.abstract_state()
     state = checkpointer.restore(step, template)
 
     game = board_game(config)

@@ -7,9 +7,11 @@
               registry (config)
     build.py  the composition root: Config -> components; the one model loader
     train/, play/, engines/  built on the above
-    cli/      argparse and printing; nothing imports it but tools/
+    cli/      argparse and printing, the top layer: nothing outside it imports it (but the kill soak's child
+              process, which is `azjax train` itself: `CLI_IMPORTERS`)
     tools/    test and bench tooling (bench, compile watch, fuzzers, soak): no core module imports it, and cli/
               only inside the command that runs it
+Training (train/) never imports the engines (engines/), not even through the modules it imports.
 
 No import circles, and no azjax import inside a function body (the usual way to dodge a circle), except in
 cli/ (which imports a subcommand's machinery only when that subcommand runs, to start fast), the lazy
@@ -21,6 +23,7 @@ in a background thread, so that GTP and UCI answer the handshake before they are
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -40,6 +43,11 @@ ALLOWED: dict[str, tuple[str, ...]] = {
 }
 # modules whose function bodies may import azjax (see the docstring)
 LAZY_OK = ("azjax.cli", "azjax", "azjax.engines.loading", "azjax.tools.soak")
+# modules outside cli/ that import it (inside a function), and why
+CLI_IMPORTERS = {
+    "azjax.tools.soak": "its child process is `azjax train` itself, with phase markers: it runs the command line's "
+                        "main (`child_main`)",
+}
 
 
 def _module_name(file: Path) -> str:
@@ -58,6 +66,7 @@ def _resolve(module: str, node: ast.ImportFrom, is_package: bool) -> str:
     return ".".join(base + ([node.module] if node.module else []))
 
 
+@functools.cache
 def _imports(file: Path) -> list[tuple[str, bool, int]]:
     """(imported azjax module, inside a function body?, line) for every azjax import of `file`."""
     module = _module_name(file)
@@ -103,11 +112,50 @@ def test_every_folder_is_a_package() -> None:
 def test_module_imports_only_its_lower_layers(module: str) -> None:
     rules = [(p, allowed) for p, allowed in ALLOWED.items() if _under(module, p)]
     for target, _, line in _imports(MODULES[module]):
-        if not _under(module, "azjax.cli") and not _under(module, "azjax.tools"):
-            assert not _under(target, "azjax.cli"), f"{module}:{line} imports {target}: nothing imports cli/"
         for prefix, allowed in rules:
             ok = _under(target, prefix) or any(_under(target, a) for a in allowed)
             assert ok, f"{module}:{line} imports {target}; {prefix} may import only {allowed or 'nothing'} from azjax"
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_nothing_outside_the_command_line_imports_it(module: str) -> None:
+    """cli/ is the top layer: no module outside azjax/cli imports azjax.cli, the bench and the other tools included
+    (what they share with it, the config fields as flags, is `azjax.config.config_flags`). The one exception,
+    `CLI_IMPORTERS`, imports it inside a function only."""
+    if _under(module, "azjax.cli"):
+        return
+    for target, in_function, line in _imports(MODULES[module]):
+        if _under(target, "azjax.cli"):
+            assert module in CLI_IMPORTERS and in_function, (
+                f"{module}:{line} imports {target}: no module outside azjax/cli imports the command line")
+
+
+def _imported_with(module: str) -> set[str]:
+    """Every azjax module that importing `module` imports: its module-level imports, transitively, each with the
+    packages above it (whose `__init__.py` Python runs first)."""
+    def with_packages(name: str) -> set[str]:
+        parts = name.split(".")
+        return {".".join(parts[:i]) for i in range(1, len(parts) + 1)} & set(MODULES)
+
+    seen: set[str] = set()
+    todo = sorted(with_packages(module))
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        seen.add(m)
+        for target, in_function, _ in _imports(MODULES[m]):
+            if not in_function:
+                todo.extend(with_packages(target) - seen)
+    return seen
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _under(m, "azjax.train")))
+def test_training_never_imports_the_engines(module: str) -> None:
+    """Training (azjax/train/) plays its evaluation games through azjax/play/, never the host-side engines of
+    azjax/engines/ (GTP, UCI, the engine's tree): importing any training module imports no engine module."""
+    engines = sorted(m for m in _imported_with(module) if _under(m, "azjax.engines"))
+    assert not engines, f"importing {module} imports {engines}"
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -206,3 +254,56 @@ def test_no_module_imports_a_private_name_of_another_azjax_module() -> None:
                     found += [f"{file.relative_to(ROOT.parent)}:{node.lineno}: {target}.{a.name}"
                               for a in node.names if _private(a.name)]
     assert not found, "private names imported from other modules:\n" + "\n".join(found)
+
+
+def _trainer_private_names() -> set[str]:
+    """The private members of `Trainer` (azjax/train/loop.py): its methods and the attributes it sets on `self` whose
+    names start with one underscore."""
+    tree = ast.parse((ROOT / "train" / "loop.py").read_text())
+    trainer = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Trainer")
+    return {n for n in _class_members(trainer) if _private(n)}
+
+
+def _class_members(cls: ast.ClassDef) -> set[str]:
+    """The names a class defines: its methods and class attributes, and what its methods assign to `self.NAME`."""
+    names = {n.name for n in cls.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    names |= {t.id for n in cls.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    names |= {n.attr for n in ast.walk(cls) if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)
+              and isinstance(n.value, ast.Name) and n.value.id == "self"}
+    return names
+
+
+def _private_trainer_uses(file: Path, private: set[str], trainer_subclasses_ok: bool) -> list[str]:
+    """`x._name` in `file` for the names `private`, but for a class's own members on `self` (and, where
+    `trainer_subclasses_ok`, anything on `self` in a subclass of Trainer)."""
+    found: list[str] = []
+
+    def visit(node: ast.AST, own: set[str], subclass: bool) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                bases = {ast.unparse(b).rsplit(".", 1)[-1] for b in child.bases}
+                visit(child, _class_members(child), trainer_subclasses_ok and "Trainer" in bases)
+                continue
+            if isinstance(child, ast.Attribute) and child.attr in private:
+                on_self = isinstance(child.value, ast.Name) and child.value.id == "self"
+                if not (on_self and (child.attr in own or subclass)):
+                    found.append(f"{file.relative_to(ROOT.parent)}:{child.lineno}: {ast.unparse(child)}")
+            visit(child, own, subclass)
+
+    visit(ast.parse(file.read_text(), filename=str(file)), set(), False)
+    return found
+
+
+def test_no_private_member_of_the_trainer_is_used_outside_its_module() -> None:
+    """`Trainer`'s interface is public and documented (`init`, `step`, `abstract_state`, `lower_step`, `init_local`,
+    `step_local`, `sgd_step`, ...): no module of azjax/, scripts/ or tests/ but azjax/train/loop.py uses one of its
+    private members (`x._name`), except a subclass of Trainer in azjax/train/ on `self`. A class's own members of the
+    same name (`self._init` in a Sweep) are its own."""
+    private = _trainer_private_names()
+    assert {"_init", "_step", "_bind"} <= private  # the check reads the class it means
+    found = []
+    for folder in ("azjax", "scripts", "tests"):
+        for file in sorted((ROOT.parent / folder).rglob("*.py")):
+            if file != ROOT / "train" / "loop.py":
+                found += _private_trainer_uses(file, private, trainer_subclasses_ok=file.parent == ROOT / "train")
+    assert not found, "private members of Trainer used outside azjax/train/loop.py:\n" + "\n".join(found)

@@ -32,8 +32,9 @@ from azjax.engines.gtp import GTPEngine, clean_line
 from azjax.engines.lc0 import SearchResult
 from azjax.engines.uci import UCIEngine
 from azjax.tools.fuzz import check_gtp_reply, fuzz_gtp, fuzz_uci, make_untrained_model
-from azjax.train.driver import NumericalFault, numerical_fault, read_csv, train
+from azjax.train.driver import NumericalFault, numerical_fault, train
 from azjax.train.loop import Trainer
+from azjax.train.run_dir import read_csv
 
 REPO = Path(fuzz.__file__).parents[2]
 

@@ -153,7 +153,7 @@ def test_a_chess_replay_samples_the_batches_a_dense_float32_replay_gives_byte_fo
 def test_a_chess_replay_is_a_fifth_of_the_dense_one_and_other_games_keep_their_layout(
         chess_tiny_overrides: dict, tiny_overrides: dict) -> None:
     chess = Trainer(preset("chess", **chess_tiny_overrides))
-    replay = jax.eval_shape(chess._init_local, jax.random.key_data(jax.random.key(0))).replay
+    replay = chess.abstract_state(local=True).replay
     n = chess.sizes.replay_size
     assert (replay.policy.actions.shape, replay.policy.actions.dtype) == ((n, 256), jnp.int16)
     assert (replay.policy.probs.shape, replay.policy.probs.dtype) == ((n, 256), jnp.float32)
@@ -161,7 +161,7 @@ def test_a_chess_replay_is_a_fifth_of_the_dense_one_and_other_games_keep_their_l
     assert per_position / n <= (8 * 8 * 119 * 4 + CHESS_ACTIONS * 4) / 5
     for game, overrides in (("connect_four", tiny_overrides), ("go_7x7", tiny_overrides)):
         trainer = Trainer(preset(game, **overrides))
-        replay = jax.eval_shape(trainer._init_local, jax.random.key_data(jax.random.key(0))).replay
+        replay = trainer.abstract_state(local=True).replay
         n, a = trainer.sizes.replay_size, trainer.game.num_actions
         assert isinstance(replay.obs, jax.ShapeDtypeStruct), game  # one array, not a packed pytree
         assert (replay.obs.shape, replay.obs.dtype) == ((n, *trainer.game.observation_shape), jnp.bool_), game

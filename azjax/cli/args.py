@@ -1,5 +1,6 @@
 """The command line's argparse pieces: a parser without abbreviated flags and with one-line errors, the number
-types its flags take, and the config fields as flags (`config_flags`, read back by `overrides`).
+types its flags take, and a preset with the command line's config fields (`configured`; the fields' flags are
+`azjax.config.config_flags`, below the command line, where the bench and the scripts take them from too).
 
 Nothing here imports JAX or the games: the command line splits the CPU into devices and starts the many-host
 runtime before anything does (`azjax.cli.main.main`).
@@ -8,7 +9,6 @@ runtime before anything does (`azjax.cli.main.main`).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -104,37 +104,6 @@ PRESET_HELP = ("quick (CPU; Connect Four: 18.5 min for 300 steps on 2 idle cores
                "also sai (default quick)")
 
 
-def config_flags(parser: argparse.ArgumentParser, exclude: tuple[str, ...] = ()) -> None:
-    """A `--FIELD V` flag for every config field but the game and `exclude` (fields the command has flags of its
-    own for); `overrides` reads them back."""
-    from azjax.config import METHODS, Config, field_groups
-
-    defaults = {f.name: f.default for f in dataclasses.fields(Config)}
-    sections = {m.name: m.section for m in METHODS}
-    for title, names in field_groups().items():
-        section = sections.get(title)
-        group = parser.add_argument_group(
-            f"config: {title}" + (f" (docs/methods.md section {section})" if section else "")
-            + (" (override the preset)" if title == "game" else ""))
-        for name in names:
-            if name == "game" or name in exclude:
-                continue
-            group.add_argument(f"--{name}", dest=f"cfg_{name}", metavar="V", default=None,
-                               help=f"(default {defaults[name]!r})")
-
-
-def overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The config fields given on the command line (`config_flags`), parsed."""
-    from azjax.config import Config, parse_field
-
-    out = {}
-    for f in dataclasses.fields(Config):
-        v = getattr(args, f"cfg_{f.name}", None)
-        if v is not None:
-            out[f.name] = parse_field(f.name, v)
-    return out
-
-
 def replay_ratio_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replay_ratio", type=positive_float, default=None, metavar="R",
                         help="positions trained on per position played: sets sgd_steps_per_step to "
@@ -143,9 +112,9 @@ def replay_ratio_flag(parser: argparse.ArgumentParser) -> None:
 
 def configured(args: argparse.Namespace, game: str, name: str) -> Config:
     """The preset with the command line's fields, and its `--replay_ratio` where one is given."""
-    from azjax.config import preset
+    from azjax.config import config_overrides, preset
 
-    overrides_ = overrides(args)
+    overrides_ = config_overrides(args)
     config = preset(game, name, **overrides_)
     if getattr(args, "replay_ratio", None) is not None:
         if "sgd_steps_per_step" in overrides_:

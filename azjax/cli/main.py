@@ -26,11 +26,9 @@ from azjax.cli.args import (
     PRESET_HELP,
     Parser,
     any_int,
-    config_flags,
     configured,
     even_games,
     nonnegative_int,
-    overrides,
     positive_float,
     positive_int,
     replay_ratio_flag,
@@ -59,9 +57,10 @@ def start_devices() -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from azjax.config import config_overrides
     from azjax.train import train
 
-    fields = overrides(args)
+    fields = config_overrides(args)
     budget = None if args.minutes is None else 60.0 * args.minutes
     if args.resume:
         from azjax.checkpoint import check_resumable, load_config
@@ -93,10 +92,11 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
+    from azjax.config import config_overrides
     from azjax.train.sweep import grid_runs, parse_grid, run_sweep
 
     if args.resume:
-        if overrides(args) or args.grid or args.seeds is not None or args.replay_ratio is not None:
+        if config_overrides(args) or args.grid or args.seeds is not None or args.replay_ratio is not None:
             raise ValueError("--resume continues a sweep as it was started: give no --grid, --seeds or fields")
         summary = run_sweep(None, args.resume, resume=True, progress=not args.no_progress)
     else:
@@ -328,7 +328,7 @@ def cmd_arena(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from azjax.config import PRESETS
+    from azjax.config import PRESETS, config_flags
 
     parser = Parser(prog="azjax", description="AlphaZero in JAX (pgx + mctx)")
     sub = parser.add_subparsers(dest="command", required=True)

@@ -50,9 +50,7 @@ import numpy as np
 from jax.sharding import PartitionSpec as P
 
 from azjax.build import load_model
-from azjax.cli.args import config_flags
-from azjax.cli.args import overrides as config_overrides
-from azjax.config import Config, preset
+from azjax.config import Config, config_flags, config_overrides, preset
 from azjax.games import where_games
 from azjax.search import choose_move, search_inputs
 from azjax.search.core import search
@@ -321,7 +319,7 @@ def bench_breakdown(game: str, config: Config, rounds: int = 3) -> dict[str, Any
     sgd_keys = jax.random.split(jax.random.key(4), max(config.sgd_steps_per_step, 1))
 
     def sgd_local(params: Any, opt_state: Any, replay: Any) -> Any:
-        return jax.lax.scan(functools.partial(trainer._sgd_step, replay=replay), (params, opt_state), sgd_keys,
+        return jax.lax.scan(functools.partial(trainer.sgd_step, replay=replay), (params, opt_state), sgd_keys,
                             unroll=trainer.sgd_unroll)[0]  # as the loop step runs them
 
     sgd = jax.jit(jax.shard_map(sgd_local, mesh=trainer.mesh, in_specs=(P(), P(), P()), out_specs=P(),

@@ -22,7 +22,7 @@ from azjax.train.driver import train
 from azjax.train.loop import Trainer
 
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
-STEP_FUNCTION = "jit(_step_local)"  # the name JAX gives the loop step (Trainer._step)
+STEP_FUNCTION = "jit(_step_local)"  # the name JAX gives the loop step (`Trainer.step`; loop.py keeps it)
 
 
 @dataclass

@@ -6,7 +6,8 @@ The runs are `azjax train` processes started through `python -m azjax.tools.soak
 the real command line after wrapping three functions of the host driver so that they print phase
 markers on stdout (`@@phase begin|end NAME STEP`): the loop step (`Trainer.step`, synchronised so that
 the marker spans the device work), the periodic evaluation (`azjax.train.driver.evaluate`) and the checkpoint
-(`azjax.train.driver.write_checkpoint`: orbax state, manifest, params.msgpack, plots). Nothing they compute changes.
+(`azjax.train.run_dir.RunDir.checkpoint`: orbax state, manifest, params.msgpack, plots). Nothing they compute
+changes.
 
 1. A reference run goes from start to end without interruption; its markers give each phase's duration.
 2. A soak run starts the same config in another directory. Before each segment the driver picks a
@@ -52,6 +53,7 @@ def _install_markers() -> None:
 
     import azjax.train.driver as train_mod
     from azjax.train.loop import Trainer
+    from azjax.train.run_dir import RunDir
 
     counter = {"step": None}
 
@@ -77,16 +79,16 @@ def _install_markers() -> None:
         say("end", "eval", step_)
         return out
 
-    original_ckpt = train_mod.write_checkpoint
+    original_ckpt = RunDir.checkpoint
 
-    def checkpoint(run_dir: Any, checkpointer: Any, step_: int, state: Any, log: Any, *rest: Any) -> None:
+    def checkpoint(self: RunDir, step_: int, state: Any, *rest: Any) -> None:
         say("begin", "checkpoint", step_)
-        original_ckpt(run_dir, checkpointer, step_, state, log, *rest)
+        original_ckpt(self, step_, state, *rest)
         say("end", "checkpoint", step_)
 
     Trainer.step = step  # type: ignore[method-assign]
     train_mod.evaluate = evaluate
-    train_mod.write_checkpoint = checkpoint
+    RunDir.checkpoint = checkpoint  # type: ignore[method-assign]
 
 
 def child_main(argv: list[str]) -> int:
@@ -315,8 +317,8 @@ def _compare(ref_dir: Path, run_dir: Path, ref_rows: list[dict[str, str]]) -> di
     """The soak run against the reference: loop metrics, evaluations, parameters, checkpoints."""
     from azjax.checkpoint import ORBAX_TMP_MARK, StateCheckpointer
     from azjax.methods.sai import KomiStarts
-    from azjax.train.driver import METRIC_COLUMNS
     from azjax.train.measures import UNIQUE_STATES_COLUMNS
+    from azjax.train.run_dir import METRIC_COLUMNS
 
     loop_columns = [c for c in ref_rows[0] if c in METRIC_COLUMNS or c in KomiStarts.columns
                     or c in UNIQUE_STATES_COLUMNS]

@@ -3,6 +3,11 @@
     summary = train(config, run_dir)            # a new run
     summary = train(None, run_dir, resume=True)  # continue a stopped run where it stopped
 
+`train` reads top to bottom: the run directory is opened (new or resumed, checked before anything is written;
+`azjax.train.run_dir`), the loop is built (`Trainer`) and checked from shapes, the state it starts from is restored
+or warm-started, and then the loop runs: a step, its metrics row (`step_row`), the console (`Console`), an
+evaluation and a checkpoint when due, until the end, a signal (`StopSignals`) or the time budget.
+
 Everything that decides what the loop computes lives in the checkpointed `LoopState` (games in
 flight, replay, params, optimizer, PRNG, counters), and evaluation keys are derived from
 (seed, step), so a resumed run produces the same metrics as one that never stopped.
@@ -10,13 +15,11 @@ flight, replay, params, optimizer, PRNG, counters), and evaluation keys are deri
 
 from __future__ import annotations
 
-import csv
 import ctypes
 import ctypes.util
 import functools
 import math
 import os
-import shutil
 import signal
 import sys
 import time
@@ -28,30 +31,14 @@ import jax
 import jax.numpy as jnp
 
 from azjax import checkpoint as ckpt
-from azjax import hosts
 from azjax.config import PRESETS, Config, inert_contempt, methods_on, preset
 from azjax.play.agents import network_agent, rollout_mcts_agent
 from azjax.play.arena import match
 from azjax.train.loop import LoopState, Trainer, local_sizes
 from azjax.train.measures import RunMeasures, measure_columns
 from azjax.train.plan import check_run_fits
-from azjax.train.plots import plot_run
+from azjax.train.run_dir import METRIC_COLUMNS, RunDir
 from azjax.train.warm_start import layers_to_copy, load_source, warm_start
-
-# Columns of metrics.csv. The first group is what the loop computes (identical across a resume);
-# the timing group depends on the machine.
-METRIC_COLUMNS = [
-    "step", "moves", "games", "first_player_wins", "draws", "first_player_losses", "mean_game_length",
-    "loss", "policy_loss", "value_loss", "l2", "policy_target_entropy", "root_value", "replay_positions",
-    "sgd_applied", "unvisited_greedy_moves",
-]
-# Then the value head's health columns (`ValueHead.columns`), from the SGD batches (NaN before SGD starts):
-# the std over the batch of each scalar head's output, and the fraction of active units after each head's
-# 1x1 conv; a head that outputs a constant shows a std near zero (see `HeadWatch`). Then the game starts'
-# columns (`GameStarts.columns`; SAI: the empty board's sigmoid and the step's branch and new-game starts).
-TIMING_COLUMNS = ["time_s", "step_s", "games_per_s", "positions_per_s", "sims_per_s"]
-EVAL_COLUMNS = ["step", "time_s", "opponent", "games", "wins", "draws", "losses", "score", "score_low",
-                "score_high", "elo", "elo_low", "elo_high"]
 
 
 def metric_columns(trainer: Trainer) -> list[str]:
@@ -59,73 +46,6 @@ def metric_columns(trainer: Trainer) -> list[str]:
     host-side measures the run takes (`azjax.train.measures`)."""
     return (METRIC_COLUMNS + list(trainer.value.columns) + list(trainer.starts.columns) + list(trainer.search.columns)
             + measure_columns(trainer))
-
-
-@dataclass
-class RunLog:
-    """metrics.csv, eval.csv and TensorBoard for one run directory."""
-
-    run_dir: Path
-    columns: list[str] = field(default_factory=lambda: list(METRIC_COLUMNS))
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    evals: list[dict[str, Any]] = field(default_factory=list)
-    write: bool = True  # False on every process but the first of a many-host run
-
-    def __post_init__(self) -> None:
-        self.rows = read_csv(self.run_dir / "metrics.csv")
-        self.evals = read_csv(self.run_dir / "eval.csv")
-        self._tb = None
-        header = _read_header(self.run_dir / "metrics.csv")
-        if self.write and header is not None and header != self.columns + TIMING_COLUMNS:
-            # A run written before a column existed: rewrite it under today's header (new columns empty)
-            # rather than append rows that no longer line up with it.
-            _write_csv(self.run_dir / "metrics.csv", self.columns + TIMING_COLUMNS, self.rows)
-
-    def truncate(self, step: int) -> None:
-        """Forgets rows after `step` (written after the checkpoint a resume starts from). The files as they
-        were are kept beside them (`metrics.csv.before-resume-TIME`) whenever rows are dropped."""
-        rows = [r for r in self.rows if int(float(r["step"])) <= step]
-        evals = [r for r in self.evals if int(float(r["step"])) <= step]
-        dropped = (len(rows), len(evals)) != (len(self.rows), len(self.evals))
-        self.rows, self.evals = rows, evals
-        if not self.write:
-            return
-        if dropped:
-            stamp = time.strftime("%Y%m%d_%H%M%S")
-            for name in ("metrics.csv", "eval.csv"):
-                if (self.run_dir / name).exists():
-                    shutil.copy2(self.run_dir / name, self.run_dir / f"{name}.before-resume-{stamp}")
-            print(f"rows after step {step} are forgotten; the files as they were are kept as "
-                  f"{self.run_dir}/*.before-resume-{stamp}", flush=True)
-        _write_csv(self.run_dir / "metrics.csv", self.columns + TIMING_COLUMNS, self.rows)
-        _write_csv(self.run_dir / "eval.csv", EVAL_COLUMNS, self.evals)
-
-    def tb(self) -> Any:
-        if self._tb is None:
-            from tensorboardX import SummaryWriter
-
-            self._tb = SummaryWriter(str(self.run_dir / "tb"))
-        return self._tb
-
-    def add(self, row: dict[str, Any]) -> None:
-        self.rows.append(row)
-        if not self.write:
-            return
-        _append_csv(self.run_dir / "metrics.csv", self.columns + TIMING_COLUMNS, row)
-        for k, v in row.items():
-            if k != "step" and isinstance(v, float) and math.isfinite(v):
-                self.tb().add_scalar(f"train/{k}", v, int(row["step"]))
-
-    def add_eval(self, row: dict[str, Any]) -> None:
-        self.evals.append(row)
-        if not self.write:
-            return
-        _append_csv(self.run_dir / "eval.csv", EVAL_COLUMNS, row)
-        self.tb().add_scalar(f"eval/score_vs_{row['opponent']}", row["score"], int(row["step"]))
-
-    def close(self) -> None:
-        if self._tb is not None:
-            self._tb.close()
 
 
 def step_row(trainer: Trainer, step: int, moves: int, m: dict[str, Any]) -> dict[str, Any]:
@@ -216,157 +136,164 @@ def train(config: Config | None, run_dir: str | Path, *, resume: bool = False, p
     and `signal`: the number of the signal (SIGINT, SIGTERM) that stopped it before its end (after the step under
     way and a checkpoint), else None.
     """
-    run_dir = Path(run_dir)
-    if resume:
-        ckpt.check_resumable(run_dir)  # an exported model is read-only: its params.msgpack would be overwritten
-        saved = ckpt.load_config(run_dir)
-        if config is not None:
-            diff = ckpt.config_mismatch(saved, config)
-            if diff:
-                raise ckpt.CheckpointError(
-                    f"cannot resume {run_dir}: the given config differs from the saved one ({'; '.join(diff)})")
-            saved = saved.replace(**{k: getattr(config, k) for k in ckpt.RESUME_MUTABLE_FIELDS})
-        config = saved
-    else:
-        assert config is not None
-        ckpt.refuse_model_dir(run_dir, f"the run directory {run_dir}")
-        if (run_dir / ckpt.CONFIG_FILE).exists():
-            raise ckpt.CheckpointError(
-                f"{run_dir} already holds a run; use --resume {run_dir} to continue it or pick a new --run_dir")
-    # Every check that needs the device count runs before anything is written, so a refused start leaves no
-    # run directory behind (which would then refuse the corrected command as "already holds a run").
-    local_sizes(config, jax.device_count())
-    print(f"azjax run {run_dir} ({'resuming' if resume else 'new'}), {jax.device_count()} device(s) "
-          f"[{jax.devices()[0].platform}]\n{config_summary(config)} (every field: {run_dir / ckpt.CONFIG_FILE})",
+    # The run directory and its config, checked. Every check runs before anything is written, so a refused start
+    # leaves no run directory behind (which would then refuse the corrected command as "already holds a run").
+    run = RunDir.open(run_dir, config, resume=resume)
+    config = run.config
+    local_sizes(config, jax.device_count())  # the checks that need the device count
+    print(f"azjax run {run.path} ({'resuming' if resume else 'new'}), {jax.device_count()} device(s) "
+          f"[{jax.devices()[0].platform}]\n{config_summary(config)} (every field: {run.path / ckpt.CONFIG_FILE})",
           flush=True)
     # A missing warm-start model, or one whose trunk differs, is refused before anything is written too. A resumed
     # run has its own weights: it needs the model only if it stopped before its first checkpoint.
     source = load_source(config) if config.init_from and not resume else None
+
+    # The loop, checked from shapes before the step compiles or the run directory is written.
     trainer = Trainer(config)
-    check_run_fits(trainer)  # from shapes, before the step compiles or the run directory is written
+    check_run_fits(trainer)
     if source is not None:
-        layers_to_copy(jax.eval_shape(trainer._init_local, jax.random.key_data(jax.random.key(0))).params,
-                       source[1], config.init_from)
-    if not resume:
-        hosts.barrier("azjax-new-run")  # every process has looked before the first one writes
-        run_dir.mkdir(parents=True, exist_ok=True)
-        if hosts.is_primary():
-            ckpt.save_config(run_dir, config)
-    checkpointer = ckpt.StateCheckpointer(run_dir)
-    log = RunLog(run_dir, columns=metric_columns(trainer), write=hosts.is_primary())
-    state = trainer.init(config.seed)
-    start = 0
-    if resume:
-        latest = checkpointer.latest_step()
-        if latest is None:
-            print("no checkpoint yet: starting from step 0", flush=True)
-            log.truncate(0)
-        else:
-            state = checkpointer.restore(latest, state)
-            start = int(state.step)
-            log.truncate(start)
-            print(f"resumed from step {start}", flush=True)
+        layers_to_copy(trainer.abstract_state(local=True).params, source[1], config.init_from)
 
+    # The run's files, and the state the run goes on from: its latest checkpoint, a warm start, or a fresh one.
+    log = run.begin(metric_columns(trainer))
+    state, start = run.restore(trainer.init(config.seed))
     if config.init_from and start == 0:
-        source = source or load_source(config)
-        params, report = warm_start(jax.device_get(state.params), source, config.init_from)
-        params = jax.tree.map(lambda new, old: jax.device_put(new, old.sharding), params, state.params)
-        # The average starts at the same weights, in buffers of its own: the step donates both.
-        average = None if state.params_average is None else jax.tree.map(jnp.copy, params)
-        state = state.replace(params=params, params_average=average)
-        print(report.describe(), flush=True)
-
-    measures = RunMeasures(trainer, config, run_dir, start)
+        state = warm_started(state, source or load_source(config), config.init_from)
+    measures = RunMeasures(trainer, config, run.path, start)
     end = config.num_steps if stop_after is None else min(config.num_steps, start + stop_after)
-    elapsed0 = float(log.rows[-1]["time_s"]) if log.rows else 0.0
-    positions_per_step = config.num_envs * config.moves_per_step
-    bar = None  # made after the first step: its compile would otherwise weigh in the bar's rate and ETA
-    eta = StepClock(end)
-    watch = HeadWatch([c for c in trainer.value.columns if c.endswith(("_std", "_active"))])
-    spread = trainer.value.columns[0]  # value_std, or alpha_std for SAI
-    interrupted = False
-    stopped_by: int | None = None  # the signal that stopped the run: the command exits 128 + it (130 for Ctrl-C)
 
-    def on_signal(signum: int, frame: Any) -> None:  # finish the step, checkpoint, then stop
-        nonlocal interrupted, stopped_by
-        interrupted = True
-        stopped_by = signum
-
-    old_handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    # The loop: a step, its row in metrics.csv, the console, then an evaluation and a checkpoint when due.
+    console = Console(trainer, progress, start, end)
+    elapsed0 = float(log.rows[-1]["time_s"]) if log.rows else 0.0  # the time a resumed run had run before
+    signals = StopSignals()  # from here SIGINT and SIGTERM finish the step, write a checkpoint and stop the run
     t_run = time.perf_counter()
     step = start
     if step < end:
         print(COMPILE_NOTE, flush=True)
     try:
-        while step < end and not interrupted:
+        while step < end and signals.received is None:
             if time_budget_s is not None and time.perf_counter() - t_run >= time_budget_s:
-                interrupted = True
                 break
             t0 = time.perf_counter()
             state, metrics = trainer.step(state)
             metrics = jax.device_get(metrics)
             step += 1
             dt = time.perf_counter() - t0
-            eta.tick(step)
+            console.tick(step)
             if step == start + 1:  # the step was compiled: its garbage goes back to the OS now, not minutes later
                 release_freed_memory()
             row = step_row(trainer, step, step * config.moves_per_step, metrics)
             row.update(measures.row(step, state))
-            row.update(
-                time_s=elapsed0 + time.perf_counter() - t_run,
-                step_s=dt,
-                games_per_s=row["games"] / dt,
-                positions_per_s=positions_per_step / dt,
-                sims_per_s=positions_per_step * config.num_simulations / dt,
-            )
+            row.update(timing_columns(config, row["games"], dt, elapsed0 + time.perf_counter() - t_run))
             log.add(row)
             fault = numerical_fault(row, state.params)
             if fault is not None:  # before any checkpoint of this step: the last good one stays the newest
-                good = checkpointer.latest_step()
-                raise NumericalFault(
-                    f"step {step}: {fault}; stopped without saving this step. "
-                    + (f"The last good checkpoint is step {good} ({checkpointer.directory / str(good)}); "
-                       f"resume from it with `azjax train --resume {run_dir}` after lowering learning_rate."
-                       if good is not None else "There is no checkpoint yet to resume from."))
-            for warning in watch.update(row):
-                say(bar, warning)
-            if step == start + 1:
-                say(bar, f"step {step} (compiled and run) took {dt:.1f} s")
-                bar = progress_bar(progress, step, config.num_steps)
-            elif bar is not None:
-                bar.update(1)
-            if bar is not None:
-                bar.set_postfix(loss=f"{row['loss']:.3f}", games_s=f"{row['games_per_s']:.0f}",
-                                len=f"{row['mean_game_length']:.1f}", **{spread: f"{row[spread]:.3g}"})
-            elif step % config.log_every == 0:
-                print(f"step {step}/{config.num_steps} loss {row['loss']:.3f} games/s {row['games_per_s']:.1f} "
-                      f"sims/s {row['sims_per_s']:.0f} len {row['mean_game_length']:.1f} {spread} {row[spread]:.3g} "
-                      f"head active >= {min(row[c] for c in watch.columns if c.endswith('_active')):.2f} "
-                      f"eta {eta.text(step)}", flush=True)
+                raise NumericalFault(f"step {step}: {fault}; stopped without saving this step. {run.resume_note()}")
+            console.report(step, dt, row)
             if config.eval_every and (step % config.eval_every == 0 or step == config.num_steps):
                 ev = evaluate(config, trainer, state.exported_params, step)
                 release_freed_memory()  # the first evaluation compiles its agents
                 ev["time_s"] = elapsed0 + time.perf_counter() - t_run
                 log.add_eval(ev)
-                say(bar, f"step {step}: vs {ev['opponent']} score {ev['score']:.3f} "
-                         f"[{ev['score_low']:.3f}, {ev['score_high']:.3f}] (W{ev['wins']} D{ev['draws']} "
-                         f"L{ev['losses']})")
+                console.say(f"step {step}: vs {ev['opponent']} score {ev['score']:.3f} "
+                            f"[{ev['score_low']:.3f}, {ev['score_high']:.3f}] (W{ev['wins']} D{ev['draws']} "
+                            f"L{ev['losses']})")
             if step % config.checkpoint_every == 0 or step == end:
-                write_checkpoint(run_dir, checkpointer, step, state, log, measures)
-        if interrupted and step % config.checkpoint_every != 0 and step != end:
-            write_checkpoint(run_dir, checkpointer, step, state, log, measures)
-            say(bar, f"interrupted: checkpoint written at step {step}; continue with --resume {run_dir}")
+                run.checkpoint(step, state, measures)
+        if step < end and step % config.checkpoint_every != 0:  # stopped early (a signal, the time budget)
+            run.checkpoint(step, state, measures)
+            console.say(f"interrupted: checkpoint written at step {step}; continue with --resume {run.path}")
     finally:
-        for s, h in old_handlers.items():
-            signal.signal(s, h)
-        if bar is not None:
-            bar.close()
+        signals.restore()
+        console.close()
         log.close()
     # A signal that came during the last step stopped nothing: the run ended as it would have.
-    signum = stopped_by if stopped_by is not None and step < end else None
-    return {"run_dir": str(run_dir), "step": step, "finished": step >= config.num_steps,
+    signum = signals.received if step < end else None
+    return {"run_dir": str(run.path), "step": step, "finished": step >= config.num_steps,
             "last": log.rows[-1] if log.rows else None, "last_eval": log.evals[-1] if log.evals else None,
             "signal": signum}
+
+
+def warm_started(state: LoopState, source: tuple[Config, Any], init_from: str) -> LoopState:
+    """`state` with the layers of the warm-start model `source` (`load_source`) that fit copied into its parameters
+    (and its weights' average), on the devices the parameters were on; says what was copied."""
+    params, report = warm_start(jax.device_get(state.params), source, init_from)
+    params = jax.tree.map(lambda new, old: jax.device_put(new, old.sharding), params, state.params)
+    # The average starts at the same weights, in buffers of its own: the step donates both.
+    average = None if state.params_average is None else jax.tree.map(jnp.copy, params)
+    print(report.describe(), flush=True)
+    return state.replace(params=params, params_average=average)
+
+
+def timing_columns(config: Config, games: int, dt: float, time_s: float) -> dict[str, float]:
+    """The timing columns of a metrics row (`TIMING_COLUMNS`) of a step that took `dt` seconds and ended `time_s`
+    seconds into the run."""
+    positions = config.num_envs * config.moves_per_step
+    return {"time_s": time_s, "step_s": dt, "games_per_s": games / dt, "positions_per_s": positions / dt,
+            "sims_per_s": positions * config.num_simulations / dt}
+
+
+class StopSignals:
+    """SIGINT and SIGTERM, caught from its making until `restore`: the number of the last one is kept in `received`
+    (None until one comes), and the loop finishes the step under way, writes a checkpoint and stops. The command
+    then exits 128 + it (130 for Ctrl-C)."""
+
+    def __init__(self) -> None:
+        self.received: int | None = None
+        self._saved = {s: signal.signal(s, self._on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        self.received = signum
+
+    def restore(self) -> None:
+        """The handlers as they were before."""
+        for s, h in self._saved.items():
+            signal.signal(s, h)
+
+
+class Console:
+    """What a run shows while it runs: a progress bar where stderr is a terminal (made after the first step, whose
+    compile would otherwise weigh in the bar's rate and ETA), else a log line every `log_every` steps; above either,
+    the first step's time, warnings of heads that look dead (`HeadWatch`) and the driver's other lines (`say`)."""
+
+    def __init__(self, trainer: Trainer, progress: bool, start: int, end: int) -> None:
+        self.config = trainer.config
+        self.progress = progress
+        self.start = start
+        self.bar: Any = None
+        self.eta = StepClock(end)
+        self.watch = HeadWatch([c for c in trainer.value.columns if c.endswith(("_std", "_active"))])
+        self.spread = trainer.value.columns[0]  # value_std, or alpha_std for SAI
+
+    def tick(self, step: int) -> None:
+        """Step `step` has just finished (the ETA's clock)."""
+        self.eta.tick(step)
+
+    def report(self, step: int, dt: float, row: dict[str, Any]) -> None:
+        """Shows step `step`, which took `dt` seconds, from its metrics row."""
+        config, spread = self.config, self.spread
+        for warning in self.watch.update(row):
+            self.say(warning)
+        if step == self.start + 1:
+            self.say(f"step {step} (compiled and run) took {dt:.1f} s")
+            self.bar = progress_bar(self.progress, step, config.num_steps)
+        elif self.bar is not None:
+            self.bar.update(1)
+        if self.bar is not None:
+            self.bar.set_postfix(loss=f"{row['loss']:.3f}", games_s=f"{row['games_per_s']:.0f}",
+                                 len=f"{row['mean_game_length']:.1f}", **{spread: f"{row[spread]:.3g}"})
+        elif step % config.log_every == 0:
+            print(f"step {step}/{config.num_steps} loss {row['loss']:.3f} games/s {row['games_per_s']:.1f} "
+                  f"sims/s {row['sims_per_s']:.0f} len {row['mean_game_length']:.1f} {spread} {row[spread]:.3g} "
+                  f"head active >= {min(row[c] for c in self.watch.columns if c.endswith('_active')):.2f} "
+                  f"eta {self.eta.text(step)}", flush=True)
+
+    def say(self, text: str) -> None:
+        say(self.bar, text)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def release_freed_memory() -> bool:
@@ -409,20 +336,6 @@ def numerical_fault(row: dict[str, Any], params: Any) -> str | None:
     if not bool(_all_finite(params)):
         return "the network parameters hold NaN or inf"
     return None
-
-
-def write_checkpoint(run_dir: Path, checkpointer: ckpt.StateCheckpointer, step: int, state: LoopState,
-                     log: RunLog, measures: RunMeasures | None = None) -> None:
-    """The run's checkpoint of `step`: its measures, the orbax state (every process its shards), and on the first
-    process the exported parameters and the plots."""
-    if measures is not None:  # first, so a checkpoint never has older measures beside it
-        measures.save(step)
-    checkpointer.save(step, state)  # every process writes its shards
-    if not hosts.is_primary():  # the other hosts hold the same replicated parameters and metrics
-        return
-    ckpt.save_params(run_dir, state.exported_params)
-
-    plot_run(run_dir, log.rows, log.evals)
 
 
 COMPILE_NOTE = "compiling the training step (first time: minutes on a CPU; cached after)"
@@ -503,69 +416,3 @@ def say(bar: Any, text: str) -> None:
         bar.write(text)
     else:
         print(text, flush=True)
-
-
-def read_csv(file: Path) -> list[dict[str, Any]]:
-    """The rows of `file`, without a last row cut short (a process killed while appending it)."""
-    if not file.exists():
-        return []
-    text = file.read_text()
-    rows = [dict(r) for r in csv.DictReader(text.splitlines())]
-    if rows and (not text.endswith("\n") or None in rows[-1] or None in rows[-1].values()):
-        rows.pop()
-    return rows
-
-
-def _read_header(file: Path) -> list[str] | None:
-    if not file.exists():
-        return None
-    with open(file, newline="") as f:
-        return next(csv.reader(f), None)
-
-
-def _write_csv(file: Path, columns: list[str], rows: list[dict[str, Any]]) -> None:
-    tmp = file.with_suffix(".tmp")
-    with open(tmp, "w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
-        w.writeheader()
-        w.writerows(rows)
-    tmp.replace(file)
-
-
-def _append_csv(file: Path, columns: list[str], row: dict[str, Any]) -> None:
-    new = not file.exists()
-    with open(file, "a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=columns, extrasaction="ignore")
-        if new:
-            w.writeheader()
-        w.writerow(row)
-
-
-def params_at_step(run_dir: str | Path, step: int) -> Any:
-    """The network parameters the run's orbax checkpoint of loop step `step` gives out (`exported_params`)."""
-    config = ckpt.load_config(run_dir)
-    checkpointer = ckpt.StateCheckpointer(run_dir)
-    steps = sorted(checkpointer.manager.all_steps())
-    if step not in steps:
-        have = ", ".join(map(str, steps)) or "none"
-        raise ckpt.CheckpointError(f"no checkpoint of step {step} in {run_dir} (checkpoints: {have})")
-    trainer = Trainer(config)
-    return checkpointer.restore(step, trainer.init(config.seed)).exported_params
-
-
-def load_metrics(run_dir: str | Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(metrics rows, eval rows) of a run, values as floats where numeric."""
-    def conv(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        out = []
-        for r in rows:
-            out.append({k: _num(v) for k, v in r.items()})
-        return out
-
-    return conv(read_csv(Path(run_dir) / "metrics.csv")), conv(read_csv(Path(run_dir) / "eval.csv"))
-
-
-def _num(v: Any) -> Any:
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        return v

@@ -3,6 +3,11 @@
     trainer = Trainer(config)
     state = trainer.init(seed)                 # games in flight, replay, params, optimizer, PRNG
     state, metrics = trainer.step(state)       # one loop step, entirely on device
+    trainer.abstract_state()                   # the state's shapes and shardings, nothing computed
+    trainer.lower_step()                       # the step lowered for XLA (`.compile()`, memory analysis)
+
+Inside `shard_map`, one device's part of them: `init_local`, `step_local` (what a sweep runs for each run) and
+`sgd_step` (one optimizer step on this device's replay). Everything else of `Trainer` is its own.
 
 One loop step, in AlphaZero's terms:
 
@@ -192,6 +197,20 @@ class LocalSizes:
     start_pool_size: int = 1  # the game starts' pool (SAI queue or Go-Exploit archive) on this device
 
 
+def _named(fn: Callable, name: str) -> Callable:
+    """`fn` under the name `name`. JAX names the program it compiles after the function it jits: the loop's
+    init and step keep the names they have always had (`jit(_init_local)`, `jit(_step_local)`), which the persistent
+    compilation cache's entries (`jit__step_local-...`), `azjax.tools.compile_watch.STEP_FUNCTION` and the
+    committed measurements use."""
+
+    @functools.wraps(fn)
+    def call(*args: Any) -> Any:
+        return fn(*args)
+
+    call.__name__ = call.__qualname__ = name
+    return call
+
+
 def sgd_unroll(device: jax.Device) -> bool | int:
     """How the loop step's `lax.scan` over its SGD steps is unrolled on `device`'s platform.
 
@@ -226,7 +245,15 @@ def replay_policy(searched: Searched) -> rb.PolicyTarget:
 class Trainer:
     """Builds and holds the jitted init and step functions for what one config builds (`azjax.build.Built`; a
     `Config` is built here, once). Tests that compare a method at its off values with AlphaZero, and new methods
-    tried from Python, give a `Built` whose seams they replaced."""
+    tried from Python, give a `Built` whose seams they replaced.
+
+    What it holds, for its users: `config` and `built`; `game` and `net`; the seams `search`, `value`, `starts`,
+    `targets`, `auxiliary` (with `spec`, the self-play search settings, and `evaluate`, the network evaluator);
+    `optimizer`; `mesh` (the devices, along `AXIS`), `sizes` (`LocalSizes`: what each device holds), `shardings`
+    (of the loop state), `sgd_unroll` and `sgd_info_keys` (the SGD step's metrics). The whole loop: `init`, `step`,
+    `abstract_state`, `lower_step`, `state_specs`, `rebound`; one device's part: `init_local`, `step_local`,
+    `sgd_step`, `trainable`, `sampled`, `write_positions`. Names with a leading underscore are its own.
+    """
 
     def __init__(self, built: Built | Config, devices: list[jax.Device] | None = None):
         built = build_loop(built) if isinstance(built, Config) else built
@@ -246,10 +273,10 @@ class Trainer:
         specs = self.state_specs()
         self.shardings = jax.tree.map(lambda s: NamedSharding(self.mesh, s), specs,
                                       is_leaf=lambda x: isinstance(x, P))
-        init_local = jax.shard_map(self._init_local, mesh=self.mesh, in_specs=P(), out_specs=specs,
-                                   check_vma=False)
+        init_local = jax.shard_map(_named(self.init_local, "_init_local"), mesh=self.mesh, in_specs=P(),
+                                   out_specs=specs, check_vma=False)
         self._init = jax.jit(init_local, out_shardings=self.shardings)
-        step_local = jax.shard_map(self._step_local, mesh=self.mesh, in_specs=(specs,),
+        step_local = jax.shard_map(_named(self.step_local, "_step_local"), mesh=self.mesh, in_specs=(specs,),
                                    out_specs=(specs, P()), check_vma=False)
         self._step = jax.jit(step_local, in_shardings=(self.shardings,),
                              out_shardings=(self.shardings, None), donate_argnums=0)
@@ -287,17 +314,38 @@ class Trainer:
         return loss_fn(with_head_health(self.net.apply), self.value, params, obs, policy, jnp.zeros((2,)), 1.0,
                        recorded, self.auxiliary, auxiliary_targets)[1]
 
-    # ----- public -----
+    # ----- public: the whole loop, across the trainer's devices -----
 
     def init(self, seed: int) -> LoopState:
+        """The loop's first state, placed on the trainer's devices (`shardings`): `num_envs` fresh games and an
+        empty replay of `replay_size` entries, split along the devices; the network's initial parameters and the
+        optimizer's state, replicated. The same `seed` gives the same state bit for bit."""
         return self._init(jax.random.key_data(jax.random.key(seed)))
 
     def step(self, state: LoopState) -> tuple[LoopState, dict[str, jax.Array]]:
+        """One loop step (`step_local` on every device at once, jitted). `state` is donated: use the state it
+        returns. The metrics are scalars, summed over the devices (root_value: their mean); the SGD ones are NaN
+        until the replay holds `min_replay_size` trainable positions."""
         return self._step(state)
+
+    def abstract_state(self, local: bool = False) -> LoopState:
+        """The loop state's shapes and dtypes (`jax.ShapeDtypeStruct`s; nothing is computed or allocated).
+
+        By default the whole state that `init` returns, across the trainer's devices and with its shardings: a
+        template to restore a checkpoint into, or to lower the step with (`lower_step`). With `local=True` one
+        device's part, as `init_local` returns it inside `shard_map`: games [sizes.num_envs], replay
+        [sizes.replay_size] and the game starts' pool [sizes.start_pool_size] per device, the rest whole."""
+        key_data = jax.random.key_data(jax.random.key(0))
+        return jax.eval_shape(self.init_local if local else self._init, key_data)
+
+    def lower_step(self) -> jax.stages.Lowered:
+        """The jitted loop step lowered for `abstract_state()` (nothing runs): `.compile()` compiles it, and the
+        compiled program's `memory_analysis()` is XLA's account of what a step holds (`azjax.train.plan`)."""
+        return self._step.lower(self.abstract_state())
 
     def state_specs(self) -> LoopState:
         """PartitionSpecs: games and replay split along the device axis, the rest replicated."""
-        abstract = jax.eval_shape(self._init_local, jax.random.key_data(jax.random.key(0)))
+        abstract = self.abstract_state(local=True)
         sharded = P(AXIS)
         return LoopState(
             actors=jax.tree.map(lambda _: sharded, abstract.actors),
@@ -311,7 +359,7 @@ class Trainer:
             params_average=jax.tree.map(lambda _: P(), abstract.params_average),
         )
 
-    # ----- device-local pieces (run inside shard_map) -----
+    # ----- public: one device's part, run inside shard_map (the pieces a sweep, the plan and the bench reuse) -----
 
     def trainable(self, replay: rb.Replay) -> jax.Array:
         """bool [N]: the entries SGD samples: with their targets, and allowed by the search policy."""
@@ -325,7 +373,16 @@ class Trainer:
             index = 0
         return jax.random.fold_in(key, index)
 
-    def _init_local(self, key_data: jax.Array) -> LoopState:
+    def init_local(self, key_data: jax.Array) -> LoopState:
+        """One device's first loop state, inside `shard_map` (`init` runs it on every device).
+
+        key_data: uint32 [2], the run's key (`jax.random.key_data`). The parameters come from it alone, so they are
+        the same on every device; each device folds its index into the games' key (`_device_key`), so the devices
+        play different games. Returns games [sizes.num_envs], a replay of [sizes.replay_size] entries and the game
+        starts' pool, all of this device, and the parameters, optimizer state and loop key whole.
+
+        With `step_local`, what a sweep (`azjax.train.sweep.Sweep`) runs for each of its runs, under that run's
+        values (`rebound`): a trainer that overrides it changes a sweep's runs too."""
         key = jax.random.wrap_key_data(key_data)
         k_params, k_games, k_loop = jax.random.split(key, 3)
         params = init_params(self.net, self.game, k_params)  # same on every device
@@ -427,7 +484,16 @@ class Trainer:
         obs = self.game.unpack_observation(rb.stored_obs(replay, idx))
         return obs, rb.policy_rows(replay, idx, self.game.num_actions)
 
-    def _sgd_step(self, carry: tuple[Any, Any], key: jax.Array, replay: rb.Replay):
+    def sgd_step(self, carry: tuple[Any, Any], key: jax.Array,
+                 replay: rb.Replay) -> tuple[tuple[Any, Any], dict[str, jax.Array]]:
+        """One optimizer step on a batch of this device's replay, inside `shard_map` (the loop step scans
+        `sgd_steps_per_step` of them).
+
+        carry: (params, opt_state), replicated. key: a PRNG key (typed), this device's own. replay: this device's
+        replay. Samples sizes.batch_size trainable entries uniformly (`trainable`), applies a random board symmetry
+        to each (with `augment`), and takes the gradient of `loss_fn`, averaged over the devices (`pmean`). Returns
+        the new (params, opt_state) and the loss terms and head health of `sgd_info_keys`, scalars averaged over
+        the devices."""
         params, opt_state = carry
         k_sample, k_aug = jax.random.split(key)
         idx = rb.sample_indices(self.trainable(replay), k_sample, self.sizes.batch_size)
@@ -445,7 +511,13 @@ class Trainer:
         params = optax.apply_updates(params, updates)
         return (params, opt_state), jax.lax.pmean(info, AXIS)
 
-    def _step_local(self, s: LoopState) -> tuple[LoopState, dict[str, jax.Array]]:
+    def step_local(self, s: LoopState) -> tuple[LoopState, dict[str, jax.Array]]:
+        """One device's loop step, inside `shard_map` (`step` runs it on every device at once): self-play of
+        `moves_per_step` moves by every game of this device, their positions written to its replay, then
+        `sgd_steps_per_step` SGD steps (`sgd_step`) once the replay is ready on every device, and the weights'
+        average. `s` is this device's part of the state (`abstract_state(local=True)`); the metrics returned are
+        scalars, summed over the devices (root_value: their mean). A sweep runs it for each of its runs (see
+        `init_local`)."""
         cfg = self.config
         key = jax.random.wrap_key_data(s.key)
         key, k_play, k_sgd = jax.random.split(key, 3)
@@ -471,7 +543,7 @@ class Trainer:
         sgd_keys = jax.random.split(self._device_key(k_sgd), max(cfg.sgd_steps_per_step, 1))
         if cfg.sgd_steps_per_step > 0:
             (params, opt_state), info = jax.lax.scan(
-                functools.partial(self._sgd_step, replay=replay), (s.params, s.opt_state), sgd_keys,
+                functools.partial(self.sgd_step, replay=replay), (s.params, s.opt_state), sgd_keys,
                 unroll=self.sgd_unroll)
             info = jax.tree.map(jnp.mean, info)
         else:

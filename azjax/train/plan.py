@@ -118,8 +118,7 @@ def plan(config: Config, *, num_devices: int = 1, runs: int = 1, trainer: Traine
         trainer = Trainer(per_device_config(config, num_devices), devices=jax.devices()[:1])
     else:
         num_devices = trainer.sizes.num_devices
-    key_data = jax.random.key_data(jax.random.key(0))
-    state = jax.eval_shape(trainer._init_local, key_data)
+    state = trainer.abstract_state(local=True)
 
     def one_search(params: Any, key: jax.Array, games: Any) -> Any:
         return trainer.search.search(params, key, games)[0].out.search_tree
@@ -150,8 +149,7 @@ def plan(config: Config, *, num_devices: int = 1, runs: int = 1, trainer: Traine
 def compiled_memory(trainer: Trainer) -> tuple[int, float]:
     """(XLA's memory analysis of the compiled loop step per device, seconds to lower and compile it)."""
     start = time.perf_counter()
-    abstract = jax.eval_shape(trainer._init, jax.random.key_data(jax.random.key(0)))
-    compiled = trainer._step.lower(abstract).compile()
+    compiled = trainer.lower_step().compile()
     seconds = time.perf_counter() - start
     m = compiled.memory_analysis()
     used = m.argument_size_in_bytes + m.output_size_in_bytes - m.alias_size_in_bytes + m.temp_size_in_bytes

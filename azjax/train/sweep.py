@@ -5,7 +5,7 @@
     states, metrics = sweep.step(states)    # one loop step of every run at once; each metric [R]
 
 The loop's state gets a leading run axis, and one jitted step advances every run: `jax.vmap` over the
-runs of the single-run step (`Trainer._step_local`), the run-axis fields that differ between runs
+runs of the single-run step (`Trainer.step_local`), the run-axis fields that differ between runs
 passed as traced values (`Trainer.rebound`). Runs that need a different program (another network size,
 batch, search kind, a method switched on in some and off in others) are split into programs by
 `group_programs`, and `run_sweep` runs those one after another.
@@ -40,20 +40,19 @@ from azjax.play.arena import t_interval
 from azjax.train.driver import (
     COMPILE_NOTE,
     HeadWatch,
-    RunLog,
     evaluate,
-    load_metrics,
     metric_columns,
     numerical_fault,
     progress_bar,
     say,
     step_row,
-    write_checkpoint,
+    timing_columns,
 )
 from azjax.train.loop import AXIS, LoopState, Trainer
 from azjax.train.measures import RunMeasures
 from azjax.train.plan import check_run_fits
 from azjax.train.plots import save_figure
+from azjax.train.run_dir import RunLog, load_metrics, write_checkpoint
 
 RUNS = "runs"
 
@@ -179,6 +178,12 @@ class Sweep:
     def step(self, states: LoopState) -> tuple[LoopState, dict[str, jax.Array]]:
         return self._step(states, self._hyper_device)
 
+    def abstract_state(self) -> LoopState:
+        """The sweep state's shapes, dtypes and shardings (`jax.ShapeDtypeStruct`s, leading run axis [R]; nothing
+        is computed), as `init` returns it (`Trainer.abstract_state`, for every run)."""
+        keys = np.zeros((self.num_runs, *jax.random.key_data(jax.random.key(0)).shape), np.uint32)
+        return jax.eval_shape(self._init, keys, self._hyper_device)
+
     def run_state(self, states: LoopState, k: int) -> LoopState:
         """Run k's loop state (as a single run of its config holds it)."""
         return jax.tree.map(lambda x: x[k], states)
@@ -217,10 +222,10 @@ class Sweep:
         return jax.tree.map(lambda *ys: jnp.stack(ys), *outs)
 
     def _init_local(self, key_data: jax.Array, hyper: dict[str, jax.Array]) -> LoopState:
-        return self._over_runs(lambda k, h: self._rebound(h)._init_local(k), key_data, hyper)
+        return self._over_runs(lambda k, h: self._rebound(h).init_local(k), key_data, hyper)
 
     def _step_local(self, states: LoopState, hyper: dict[str, jax.Array]) -> tuple[LoopState, dict[str, jax.Array]]:
-        return self._over_runs(lambda s, h: self._rebound(h)._step_local(s), states, hyper)
+        return self._over_runs(lambda s, h: self._rebound(h).step_local(s), states, hyper)
 
 
 # How a device advances its runs: "vmap" batches them into every kernel (the networks' convolutions become
@@ -368,15 +373,12 @@ def run_sweep(runs: Sequence[tuple[dict[str, Any], Config]] | None, sweep_dir: s
                 metrics = jax.device_get(metrics)
                 step += 1
                 dt = time.perf_counter() - t0
-                positions = like.num_envs * like.moves_per_step
                 for i, log in enumerate(logs):
                     run = sweep.run_state(states, i)
                     row = step_row(sweep.trainer, step, step * like.moves_per_step,
                                    {k: v[i] for k, v in metrics.items()})
                     row.update(measures[i].row(step, run))
-                    row.update(time_s=elapsed0 + time.perf_counter() - t_run, step_s=dt,
-                               games_per_s=row["games"] / dt, positions_per_s=positions / dt,
-                               sims_per_s=positions * like.num_simulations / dt)
+                    row.update(timing_columns(like, row["games"], dt, elapsed0 + time.perf_counter() - t_run))
                     log.add(row)
                     if i not in failed:
                         fault = numerical_fault(row, run.params)

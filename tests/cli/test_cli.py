@@ -31,12 +31,11 @@ TINY = ["--num_envs", "8", "--num_simulations", "4", "--moves_per_step", "2", "-
 def test_tiny_cli_config_is_the_loop_tests_config(tiny_overrides):
     """What keeps the CLI test's step a cache hit: its flags give the loop tests' config."""
     from azjax.cli import build_parser
-    from azjax.cli.args import overrides
-    from azjax.config import preset
+    from azjax.config import config_overrides, preset
 
     args = build_parser().parse_args(["train", "--game", "connect_four", "--num_steps", "4", *TINY])
     host_only = ("eval_every", "eval_games", "eval_simulations", "eval_opponent_simulations", "checkpoint_every")
-    cli = preset("connect_four", **overrides(args))
+    cli = preset("connect_four", **config_overrides(args))
     assert cli.replace(**{k: getattr(preset("connect_four", **tiny_overrides), k) for k in host_only}) == preset(
         "connect_four", **tiny_overrides)
 

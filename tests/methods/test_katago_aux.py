@@ -312,7 +312,7 @@ def test_off_by_default_and_at_zero_alphazero_with_no_heads_finals_or_terms():
     trainer = Trainer(config)
     assert isinstance(trainer.auxiliary, NoAuxiliaryTargets) and type(trainer.value) is TanhValue
     assert trainer.net.aux_heads is False
-    state = jax.eval_shape(trainer._init_local, jax.random.key_data(jax.random.key(0)))
+    state = trainer.abstract_state(local=True)
     assert state.replay.finals == {}
     assert not any(k.startswith(("ownership", "score")) for k in state.params["params"])
     assert not any(k.startswith(("ownership", "score")) for k in trainer.sgd_info_keys)

@@ -194,7 +194,7 @@ def test_off_by_default_alphazero_with_no_head_record_or_term(tiny_overrides):
     trainer = Trainer(preset("connect_four", **tiny_overrides))
     assert isinstance(trainer.auxiliary, NoAuxiliaryTargets) and type(trainer.value) is TanhValue
     assert trainer.net.moves_left_head is False
-    state = jax.eval_shape(trainer._init_local, jax.random.key_data(jax.random.key(0)))
+    state = trainer.abstract_state(local=True)
     assert state.replay.finals == {}
     assert not any(k.startswith("moves_left") for k in state.params["params"])
     assert not any(k.startswith("moves_left") for k in trainer.sgd_info_keys)

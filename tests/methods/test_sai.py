@@ -507,15 +507,15 @@ CLI_TINY = ["--num_envs", "8", "--num_simulations", "4", "--moves_per_step", "16
 
 def test_tiny_sai_cli_config_is_the_loop_tests_config(sai_tiny_overrides: dict) -> None:
     from azjax.cli import build_parser
-    from azjax.cli.args import overrides
+    from azjax.config import config_overrides
 
     args = build_parser().parse_args(["train", "--game", "go_7x7", "--value_head", "sai", "--num_steps", "8",
                                       *CLI_TINY])
     want = preset("go_7x7", **sai_tiny_overrides)
     host_only = ("checkpoint_every", "eval_simulations", "log_every")
-    assert preset("go_7x7", **overrides(args)).replace(**{k: getattr(want, k) for k in host_only}) == want
+    assert preset("go_7x7", **config_overrides(args)).replace(**{k: getattr(want, k) for k in host_only}) == want
     # scripts/sai_7x7.py starts from the "sai" preset; the flags override every loop field where it differs.
-    assert preset("go_7x7", "sai", **overrides(args)).replace(**{k: getattr(want, k) for k in host_only}) == want
+    assert preset("go_7x7", "sai", **config_overrides(args)).replace(**{k: getattr(want, k) for k in host_only}) == want
 
 
 @pytest.mark.slow

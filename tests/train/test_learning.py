@@ -73,7 +73,7 @@ def _train(trainer: Trainer, replay: rb.Replay, seed: int = 0) -> tuple[Any, Any
     params = init_params(trainer.net, trainer.game, jax.random.key(seed))
 
     def one(params: Any, opt_state: Any, replay: rb.Replay, key_data: jax.Array) -> tuple[Any, Any]:
-        (params, opt_state), _ = trainer._sgd_step((params, opt_state), jax.random.wrap_key_data(key_data), replay)
+        (params, opt_state), _ = trainer.sgd_step((params, opt_state), jax.random.wrap_key_data(key_data), replay)
         return params, opt_state
 
     sgd = jax.jit(jax.shard_map(one, mesh=trainer.mesh, in_specs=(P(), P(), P(), P()), out_specs=(P(), P()),

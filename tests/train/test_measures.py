@@ -65,7 +65,7 @@ def test_a_run_logs_distinct_positions_and_value_losses(tmp_path, tiny_overrides
 
 
 def test_a_log_written_before_a_column_existed_is_rewritten_under_the_new_header(tmp_path):
-    from azjax.train.driver import METRIC_COLUMNS, TIMING_COLUMNS, RunLog
+    from azjax.train.run_dir import METRIC_COLUMNS, TIMING_COLUMNS, RunLog
 
     old = METRIC_COLUMNS + TIMING_COLUMNS
     (tmp_path / "metrics.csv").write_text(",".join(old) + "\n" + ",".join("1" for _ in old) + "\n")

@@ -86,8 +86,7 @@ GPU_PRESETS = [(game, "full") for game in sorted(PRESETS)] + [("go_7x7", "sai_fu
 def test_every_gpu_preset_traces_and_lowers_on_the_cpu(game: str, name: str) -> None:
     """A shape or dtype error in a preset sized for a GPU fails here, without a GPU and without compiling."""
     trainer = Trainer(preset(game, name), devices=jax.devices()[:1])
-    abstract = jax.eval_shape(trainer._init, jax.random.key_data(jax.random.key(0)))
-    lowered = trainer._step.lower(abstract)
+    lowered = trainer.lower_step()
     assert "stablehlo" in lowered.as_text()[:10_000] or "func.func" in lowered.as_text()[:10_000]
 
 

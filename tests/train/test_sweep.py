@@ -151,8 +151,8 @@ def test_every_run_axis_field_rides_one_program(tiny_overrides, sai_tiny_overrid
     for runs in (c4_runs, go_runs):
         assert len(group_programs(runs)) == 1
         sweep = Sweep(runs)
-        states = jax.eval_shape(sweep._init, np.zeros((2, 2), np.uint32), sweep._hyper_device)
-        jax.eval_shape(sweep._step, states, sweep._hyper_device)
+        states = sweep.abstract_state()
+        jax.eval_shape(sweep.step, states)
 
 
 def test_fields_that_change_shapes_or_components_split_programs(tiny_overrides):
