@@ -7,9 +7,9 @@
 
 Agents:
   * `PATH[:N][:key=value,...]`: a run directory or exported model searching N simulations
-    (default `--simulations`, else the model's `eval_simulations`); keys `n_scl` (0 = off), `search` (puct / gumbel), `considered` (the
-    Gumbel root's moves, those its sequential halving starts from) and `c_scale` (how far its searched values
-    outweigh the prior in the move chosen);
+    (default `--simulations`, else the model's `eval_simulations`); keys `n_scl` (0 = off), `search` (puct /
+    gumbel), `considered` (the Gumbel root's moves, those its sequential halving starts from), `c_scale` (how far
+    its searched values outweigh the prior in the move chosen) and `certainty` (off / visited / expanded);
   * `policy:PATH`: the raw policy; `random`; `mcts:N` (rollout MCTS); `material` (chess: one ply of
     material, the move that captures the most);
   * `gtp:COMMAND ...`: a GTP program (any game whose notation it speaks; GNU Go for Go, or

@@ -94,7 +94,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from azjax.engines.handicap import fixed_handicap_vertices, max_fixed_handicap, max_free_handicap
 from azjax.engines.kata_rules import parse_rules, rules_json
-from azjax.engines.loading import EngineLoad, LoadingFrontEnd, one_line, start_engine
+from azjax.engines.loading import EngineLoad, LoadingFrontEnd, one_line, sgf_io, start_engine, stone_status
 from azjax.engines.records import format_go_score
 from azjax.engines.streaming import LineReader, analysis_cap, growing_visits
 
@@ -540,8 +540,6 @@ class GTPEngine(LoadingFrontEnd):
         status = args[0].lower()
         if status not in ("alive", "dead", "seki"):
             raise GTPError(f"invalid status {one_line(repr(args[0]), 60)} (alive, dead or seki)")
-        from azjax.engines.final_status import stone_status  # the network's modules: after the handshake
-
         return "\n".join(" ".join(chain) for chain in stone_status(self.engine, status))
 
     def _handicap_stones(self, command: str, args: list[str]) -> int:
@@ -616,8 +614,7 @@ class GTPEngine(LoadingFrontEnd):
             if not re.fullmatch(r"[0-9]+", args[1]) or _count(args[1]) < 1:
                 raise GTPError(f"the move number must be a positive integer, not {one_line(repr(args[1]), 60)}")
             move_number = _count(args[1])
-        from azjax.engines.sgf_io import load_sgf, read_sgf
-
+        load_sgf, read_sgf = sgf_io().load_sgf, sgf_io().read_sgf
         name = one_line(repr(args[0]), 120)
         try:
             record = read_sgf(Path(args[0]).read_bytes())
@@ -633,9 +630,7 @@ class GTPEngine(LoadingFrontEnd):
         self._need_go("printsgf")
         if len(args) > 1:
             raise GTPError("printsgf takes at most a file name")
-        from azjax.engines.sgf_io import position_sgf
-
-        data = position_sgf(self.position)
+        data = sgf_io().position_sgf(self.position)
         if args:
             try:
                 Path(args[0]).write_bytes(data)

@@ -19,6 +19,7 @@ import dataclasses
 import sys
 import threading
 from collections.abc import Callable
+from types import ModuleType
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
@@ -161,3 +162,21 @@ class LoadingFrontEnd:
     @property
     def position(self) -> Position:
         return self.engine.position  # the game on the board: the engine searches it, commands change it
+
+
+# The network's modules, for a front end's commands that need them once the engine has loaded: imported here, where
+# the front ends defer every heavy import, so that the handshake answers before JAX starts.
+
+
+def stone_status(engine: Engine, status: str) -> list[list[str]]:
+    """`azjax.engines.final_status.stone_status`: the chains of `status` (alive, dead, seki), as GTP vertices."""
+    from azjax.engines.final_status import stone_status as status_of
+
+    return status_of(engine, status)
+
+
+def sgf_io() -> ModuleType:
+    """The SGF reader and writer (`azjax.engines.sgf_io`)."""
+    from azjax.engines import sgf_io as module
+
+    return module
