@@ -11,18 +11,18 @@ Chinese rules, capturing all dead stones before it passes, so that the area coun
 the moves on its own board (python-chess; azjax's Go rules, Tromp-Taylor area scoring with `--komi`) and keeps
 both clocks, `--clock BASE+INC` seconds a side for the game (Fischer increment):
 
-  * UCI: `go wtime W btime B winc I binc I`; each engine manages its own time (azjax: time left / 30 + half the
-    increment, at most half the time left, in visits that its measured speed fits: `azjax.engines.uci`);
+  * UCI: `go wtime W btime B winc I binc I`; each engine manages its own time (azjax: `azjax.engines.clock`, the
+    time left over 30 moves plus three quarters of the increment, at most 40% of it, in the visit bucket its
+    measured speed fits);
   * GTP has no increment: `time_settings BASE 0 0` at the start and `time_left COLOUR SECONDS 0` before each
-    `genmove` (azjax plans with time left / 20; GNU Go with its own rule);
+    `genmove` (azjax spreads the time left over the moves Leela Zero's estimate expects; GNU Go with its own rule);
   * the referee times each reply from the command to the answer and takes it off the mover's clock, then adds the
     increment; a clock that runs out loses the game (`time`). An illegal move or a program that fails loses too;
     chess draws by the rules (claims included) and Go's two passes end games; at `--max_plies` a chess game is a
     draw and a Go game is scored as it stands.
 
-azjax's searches are compiled before the first game (a `go nodes`/`genmove` at the start, not on any clock); a
-smaller visit count chosen later under time pressure compiles when first used, on azjax's clock, as any engine's
-start-up costs would be.
+azjax's engines compile their one search at start-up, before `readyok` or the first GTP answer that needs the engine,
+and every visit count a clock picks runs in it: nothing compiles on a clock.
 
 Colours alternate (azjax has White/Black in even games). Per opponent: wins, draws, losses, the score with its
 Wilson 95% interval and the Elo difference (logistic, 400 points) with the interval mapped from the score's. Against

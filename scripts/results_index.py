@@ -50,6 +50,8 @@ MEASURES: dict[str, str] = {
     "contempt_odds_connect_four.py": "score of the side playing second against visits, plain PUCT and search-contempt",
     "contempt_sweep.py": "self-play (w+l)/d and repeated game prefixes against search-contempt's n_scl",
     "engine_matches.py": "azjax against Stockfish and GNU Go under a clock through UCI and GTP: scores and Elo",
+    "engine_clock.py": "the engines under a GUI's clock: start-up seconds, compiles after ready, and per move the "
+                       "seconds used against the time available",
     "fidelity.py": "the seed papers' claims against the results files: figure, interval, seeds and verdict",
     "eval_cache.py": "how often an evaluation cache would hit in engine games, with tree reuse and without",
     "pons_benchmark.py": "errors on Pons' solver-labelled Connect Four test sets (a move that changes the result)",
@@ -152,6 +154,16 @@ def tree_reuse_headline(d: dict[str, Any]) -> str:
             f"visits/move {on['mean_visits']:g} (on, {on['mean_kept_visits']:g} kept) and {off['mean_visits']:g} (off)")
 
 
+def engine_clock_headline(d: dict[str, Any]) -> str:
+    uci, gtp = d["uci"], d["gtp"]
+    controls = uci["controls"] + gtp["controls"]
+    lost = [c["control"] for c in controls if c["lost_on_time"]]
+    return (f"start-up {uci['startup_seconds']:g} s (UCI, to readyok) and {gtp['startup_seconds']:g} s (GTP), "
+            f"{uci['compiles_after_readyok'] + gtp['compiles_after_first_answer']} compiles after; at most "
+            f"{max(c['max_share'] for c in controls):.2f} of a move's available time used, "
+            f"{'lost on time under ' + ', '.join(lost) if lost else 'no clock ran out'}")
+
+
 def xla_flags_headline(d: dict[str, Any]) -> str:
     """Each flag set against the first: in CPU seconds where the file has them (robust to a shared machine's load)."""
     def against_first(ratio: dict[str, float]) -> str:
@@ -184,6 +196,7 @@ HEADLINES: list[tuple[tuple[str, ...], Callable[[dict[str, Any]], str]]] = [
     (("bytes_per_device", "num_devices"), plan_headline),
     (("rows", "search", "command"), eval_cache_headline),
     (("seconds_per_move", "reuse_on", "reuse_off"), tree_reuse_headline),
+    (("uci", "gtp", "compile_cache"), engine_clock_headline),
     (("tier", "summary", "wall_seconds"), lambda d: f"{d['summary']}, {d['wall_seconds']:.0f} s wall on "
                                                      f"{d['cpu_cores']} cores"),
 ]

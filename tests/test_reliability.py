@@ -153,19 +153,20 @@ def test_uci_stops_an_infinite_search_when_a_command_needs_the_position(chess_en
 def test_uci_caps_huge_node_counts_and_refuses_out_of_range_visits(chess_engine, monkeypatch):
     searched = []
 
-    def search(visits=None):  # the visit counts asked for (a real search of 64 visits would compile for a minute)
+    def search(visits=None, child_pvs=None):  # the visit counts asked for (a real search would compile first)
         searched.append(visits)
         return SearchResult("e2e4", 0, 0.0, 0.0, 0.0, visits, [], ["e2e4"], 0.0, 0.001)
 
     monkeypatch.setattr(chess_engine, "search", search)
+    monkeypatch.setattr(chess_engine, "prepare", lambda warm_up=None: 0.0)
     lines = run_uci(chess_engine, ["setoption name Visits value 99999999999999999999",
                                    "setoption name Visits value 0", "setoption name Visits value " + "9" * 5000,
                                    "position startpos", "go nodes 99999999999999999999", "go nodes 4", "go nodes 3",
                                    "go nodes 20", "quit"])
     errors = [ln for ln in lines if ln.startswith("info string error: Visits")]
     assert len(errors) == 3 and all(len(ln) < 200 for ln in errors)
-    assert "info string nodes 99999999999999999999 capped at 64 (16 x Visits)" in lines
-    assert searched == [64, 4, 4, 32]  # powers of two (few compiles), at most Visits below it, 16 x Visits above
+    assert "info string nodes 99999999999999999999 capped at 64 (the engine's ceiling)" in lines
+    assert searched == [64, 4, 3, 20]  # any count up to 16 x Visits: the budget is an input of the one program
     assert [ln for ln in lines if ln.startswith("bestmove")] == ["bestmove e2e4"] * 4
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import time
 from typing import Any
@@ -425,6 +426,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--seed", type=any_int, default=0)
         p.add_argument("--tree_reuse", action=argparse.BooleanOptionalAction, default=True,
                        help="continue the last search's tree under the moves played (default on; not with --n_scl)")
+        p.add_argument("--move_overhead", type=nonnegative_int, default=None, metavar="MS",
+                       help="milliseconds kept back from every move under a clock for the GUI and the engine's own "
+                            "work around the search (default 200; UCI's MoveOverheadMs option too)")
         if name == "gtp":
             p.add_argument("--sensible_lambda", type=unit_float, default=None,
                            help="SAI networks: SAI's sensible agent, lambda in [0, 1] (0: the plain winrate; 0.5 "
@@ -461,6 +465,10 @@ def main(argv: list[str] | None = None) -> int:
         if "-h" not in flags and "--help" not in flags:
             check_bench_flags(flags)
     enable_compilation_cache(enabled=not args.no_compile_cache, announce=True)
+    if os.environ.get("AZJAX_LOG_COMPILES", "0").lower() not in ("", "0", "off", "false"):
+        from azjax.tools.compile_log import log_compiles
+
+        log_compiles()  # one line on stderr per compilation (what compiles when, e.g. after an engine's readyok)
     try:
         return int(args.func(args) or 0)
     except (ValueError, OSError) as e:  # OSError: e.g. a directory where a file should be, no permission

@@ -27,9 +27,13 @@ Conventions:
   * The network loads in the background (`azjax.engines.loading`): `protocol_version`, `name`, `version`,
     `known_command`, `list_commands` and `quit` answer at once; other commands wait for the load, and answer
     `? cannot load checkpoint ...` if it failed (also said once on stderr).
-  * `time_settings` / `time_left` are stored; with a known `time_left` the visit budget of
-    `genmove` is capped (at most time_left / 20 seconds, or the byo-yomi period per stone) using the
-    measured speed of earlier searches (powers of two below `--visits`).
+  * The search is compiled, and timed, before the first command that needs the engine is answered (at launch, in
+    the background, `azjax.engines.engine.Engine.prepare`): no command compiles anything after it.
+  * `time_settings` / `kgs-time_settings` (none, absolute, byoyomi, canadian) / `time_left` set the clock; under
+    one, `genmove` searches the largest visit bucket (1, 2, 4, ... up to `--visits`) that the engine's measured speed
+    fits in the move's budget (`azjax.engines.clock.gtp_budget`: main time over the moves expected plus a
+    byo-yomi move's time, a Canadian period over its stones, a Japanese period; less `--move_overhead`). Before any
+    `time_left` the clock is as the settings start it.
   * Analysis, as Leela Zero and KataGo stream it to Lizzie, Sabaki and other GUIs:
         lz-analyze [colour] [interval] [minmoves N] [maxmoves N]      (alias azjax-analyze)
         kata-analyze [colour] [interval] [minmoves N] [maxmoves N]
@@ -41,13 +45,11 @@ Conventions:
         info move D4 visits 24 winrate 5301 prior 1532 lcb 5301 order 0 pv D4 E5 C3 info move ...
         (... until the next command arrives; then the empty line that ends the response, and that command's answer)
     one line per interval, every visited move on it (most visited first, `order` 0, 1, ...), each line from a bigger
-    search: the analysis searches again with double the visits each time (`azjax.engines.streaming`: from `--visits`
-    up to 16 x `--visits`, at most 8192), with tree reuse (`--tree_reuse`, on by default) each search
-    growing the last one's tree, and each line shows the latest finished search. The first search's line is sent as
-    soon as it ends, then at most one line per interval (the searches finished in between are superseded); a search
-    takes as long as it takes (it cannot be interrupted), so a line can come later than the interval, and the next
-    command waits for the search in progress. Once the searches stop growing, the last line is sent again every
-    interval until the next command.
+    tree: the analysis grows the tree in chunks of at most 64 visits (`Engine.grow`), up to 16 x `--visits` (at
+    most 8192; without tree reuse, searches afresh of doubling size up to `--visits`), and each line shows the
+    latest finished chunk. The first chunk's line is sent as soon as it ends, then at most one line per interval; a
+    chunk cannot be interrupted, so the next command waits for the one in progress (at most one chunk). Once the
+    tree cannot grow, the last line is sent again every interval until the next command.
     `lz-analyze` fields are Leela Zero's: winrate, prior and lcb in units of 1/10000, winrate = (1 + Q) / 2 of the
     player to move (lcb = winrate: no confidence bound is kept). `kata-analyze` uses KataGo's names and scales:
         info move D4 visits 12 utility 0.046800 winrate 0.523400 prior 0.153200 lcb 0.523400 utilityLcb 0.046800 ...
@@ -92,11 +94,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from azjax.engines.clock import TimeSettings, go_moves_left, gtp_budget
 from azjax.engines.handicap import fixed_handicap_vertices, max_fixed_handicap, max_free_handicap
 from azjax.engines.kata_rules import parse_rules, rules_json
-from azjax.engines.loading import EngineLoad, LoadingFrontEnd, one_line, sgf_io, start_engine, stone_status
+from azjax.engines.loading import EngineLoad, LoadingFrontEnd, exit_status, one_line, sgf_io, start_engine, stone_status
 from azjax.engines.records import format_go_score
-from azjax.engines.streaming import LineReader, analysis_cap, growing_visits
+from azjax.engines.streaming import LineReader
 
 if TYPE_CHECKING:  # the engine module (flax, mctx) is imported by the background load, after the handshake
     from azjax.engines.engine import Engine
@@ -108,6 +111,8 @@ COMMANDS = (
     "komi", "play", "genmove", "undo", "showboard", "final_score", "time_settings", "time_left", "quit",
     "lz-analyze", "azjax-analyze", "kata-analyze",
 )  # fmt: skip
+TIME_COMMANDS = ("kgs-time_settings",)  # KGS's clock command (Japanese byo-yomi): listed after the others
+COMMANDS += TIME_COMMANDS
 # The commands GUIs (Sabaki, Lizzie), GoGui's twogtp and server bridges send besides (issue 62).
 COMMANDS += (
     "final_status_list", "fixed_handicap", "place_free_handicap", "set_free_handicap", "loadsgf", "printsgf",
@@ -242,15 +247,19 @@ def engine_streams(inp: TextIO | None, out: TextIO | None) -> tuple[TextIO, Text
 class GTPEngine(LoadingFrontEnd):
     """A GTP server over text streams (stdin/stdout by default; tests pass StringIO).
 
-    `engine` may still be loading (`EngineLoad`): the handshake commands answer at once, the others wait for it.
+    `engine` may still be loading (`EngineLoad`): the handshake commands answer at once, the others wait for it, and
+    for its search to be compiled (`Engine.prepare`).
     """
+
+    prepare_on_use = True
 
     def __init__(self, engine: Engine | EngineLoad, inp: TextIO | None = None, out: TextIO | None = None):
         super().__init__(engine)
         self.inp = inp if inp is not None else sys.stdin
         self.out = out if out is not None else sys.stdout
-        self.time_settings: tuple[float, float, int] | None = None
+        self.time_settings: TimeSettings | None = None
         self.time_left: dict[str, tuple[float, int]] = {}
+        self.move_overhead = self.load.defaults.move_overhead  # seconds (--move_overhead)
         self.reader: LineReader | None = None  # the input, read by `run` in a thread (a stream watches it)
         self.handlers: dict[str, Callable[[list[str]], str | AnalyzeRequest]] = {
             "protocol_version": lambda a: "2",
@@ -286,6 +295,8 @@ class GTPEngine(LoadingFrontEnd):
             "kata-set-rules": self.cmd_kata_set_rules,
             "cputime": lambda a: f"{time.process_time():.3f}",
         })
+
+        self.handlers["kgs-time_settings"] = self.cmd_kgs_time_settings
 
     # ----- the loop
 
@@ -411,15 +422,15 @@ class GTPEngine(LoadingFrontEnd):
         return ""
 
     def _visit_budget(self, color: str) -> int:
-        left = self.time_left.get(color)
-        if left is None:
-            return self.engine.visits
-        seconds, stones = left
-        if stones > 0:
-            budget = seconds / stones
-        else:
-            budget = seconds / 20.0
-        return self.engine.visits_for_time(max(budget * 0.8, 1e-3))
+        """The visits of `color`'s move: `--visits` without a clock, else the bucket that fits its budget."""
+        engine = self.engine
+        pos = self.position
+        if engine.game.is_go:
+            moves_left = go_moves_left(engine.game.size, len(pos.actions))  # type: ignore[attr-defined]
+        else:  # the rest of a game of Connect Four (42 plies), or a chess game's usual 30 moves
+            moves_left = max((42 - len(pos.actions)) / 2, 1.0) if engine.game.name == "connect_four" else 30.0
+        budget = gtp_budget(self.time_settings, self.time_left.get(color), moves_left, self.move_overhead)
+        return engine.visits_for_time(budget)
 
     def cmd_genmove(self, args: list[str]) -> str:
         if len(args) != 1:
@@ -446,7 +457,17 @@ class GTPEngine(LoadingFrontEnd):
             raise GTPError("time_settings needs main_time byo_yomi_time byo_yomi_stones") from None
         if len(args) != 3 or not (0 <= main < math.inf and 0 <= byo < math.inf) or stones < 0:
             raise GTPError("time_settings needs three non-negative numbers")
-        self.time_settings = (main, byo, stones)
+        self.time_settings = TimeSettings.from_gtp(main, byo, stones)
+        self.time_left.clear()
+        return ""
+
+    def cmd_kgs_time_settings(self, args: list[str]) -> str:
+        """KGS's `kgs-time_settings none | absolute MAIN | byoyomi MAIN PERIOD PERIODS | canadian MAIN PERIOD
+        STONES` (seconds)."""
+        try:
+            self.time_settings = TimeSettings.from_kgs(args)
+        except ValueError as e:
+            raise GTPError(str(e)) from None
         self.time_left.clear()
         return ""
 
@@ -520,8 +541,8 @@ class GTPEngine(LoadingFrontEnd):
                 self.out.flush()
             next_send = time.monotonic() + interval
 
-        for visits in growing_visits(engine.visits, analysis_cap(engine.visits)):
-            latest = engine.search(visits)  # a failure ends the stream (`handle` says why on stderr)
+        while (grown := engine.grow()) is not None:  # one chunk; a failure ends the stream (`handle` says why)
+            latest = grown
             if time.monotonic() >= next_send:
                 send(latest)
             if reader.wait(0):  # the next command has come: it is answered after the search that was in progress
@@ -684,4 +705,4 @@ def main(args: argparse.Namespace, inp: TextIO | None = None, out: TextIO | None
     load = start_engine(args, "gtp")  # answers the handshake while the network loads
     GTPEngine(load, *engine_streams(inp, out)).run()
     # At the end of input, a load still running is waited for, so a network that cannot load exits with status 2.
-    return 2 if load.wait() else 0
+    return exit_status(load, process=inp is None and out is None)

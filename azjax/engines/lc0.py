@@ -49,6 +49,7 @@ class MoveStat:
     u: float
     v: float | None
     pv: list[str] = dataclasses.field(default_factory=list)  # this move first; only for the top children
+    mate: int | None = None  # UCI's mate N after this move, where the search proved its result (`azjax.engines.mate`)
 
     @property
     def q_plus_u(self) -> float:
@@ -56,7 +57,7 @@ class MoveStat:
 
     def to_dict(self) -> dict[str, Any]:
         return dict(move=self.move, action=self.action, N=self.n, P=self.p, Q=self.q, U=self.u,
-                    QU=self.q_plus_u, V=self.v, pv=self.pv)
+                    QU=self.q_plus_u, V=self.v, pv=self.pv, mate=self.mate)
 
 
 @dataclasses.dataclass
@@ -74,6 +75,10 @@ class SearchResult:
       reused_visits: of `visits`, those the search started with (tree reuse: the subtree kept from the last search).
       net_draw: the network's draw probability at the root where it has a win/draw/loss head, else None.
       net_moves_left: the plies the network's moves-left head predicts at the root where it has one, else None.
+      depth, seldepth: the mean and the greatest depth of the tree's nodes below the root (lc0's `depth` and
+        `seldepth`: each node was a simulation's leaf), past the end of a game not counted.
+      mate: UCI's `mate N` of the chosen move where the search proved the game's result (N moves of the side to
+        move, negative when it is mated), else None (`azjax.engines.mate`).
     """
 
     best_move: str
@@ -89,6 +94,9 @@ class SearchResult:
     reused_visits: int = 0
     net_draw: float | None = None
     net_moves_left: float | None = None
+    depth: float = 0.0
+    seldepth: int = 0
+    mate: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -1,6 +1,8 @@
 """An engine's network loaded in the background, as lc0 loads its own: GTP and UCI answer the handshake at once
 (`uci` -> `uciok`; `protocol_version`, `name`, `version`, `known_command`, `list_commands`), and a command that
-needs the network waits for it.
+needs the network waits for it. The same thread then compiles the engine's search and times it
+(`azjax.engines.engine.Engine.prepare`), so that no compile happens once a GUI's clock runs: a command that needs
+the engine waits for that too.
 
     load = start_engine(args, "uci")   # reads the checkpoint's config now; parameters and engine in a thread
     load.defaults.visits               # known before the network: the `uci` options' defaults
@@ -16,11 +18,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import sys
 import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, TextIO
+
+from azjax.engines.clock import MOVE_OVERHEAD_S
 
 if TYPE_CHECKING:
     from azjax.engines.engine import Engine
@@ -48,6 +53,7 @@ class EngineDefaults:
       n_scl: the search-contempt node limit (0: off).
       tree_reuse: searches continue the last search's tree where they can (`Engine.tree_reuse`).
       twofold_draws: chess: a repeated position is a draw inside the search (lc0's TwoFoldDraws).
+      move_overhead: seconds kept back from each move under a clock (`azjax.engines.clock`; `--move_overhead`).
     """
 
     game: str
@@ -55,6 +61,7 @@ class EngineDefaults:
     n_scl: int
     tree_reuse: bool = True
     twofold_draws: bool = False
+    move_overhead: float = MOVE_OVERHEAD_S
 
 
 class EngineLoad:
@@ -65,17 +72,21 @@ class EngineLoad:
       defaults: what the handshake reports before the engine exists.
       what: names the source in error messages (`checkpoint DIR`).
       err: where a failed load is reported when it happens (default stderr), with `prefix` before it.
+      prepare: then compile and time the engine's search (`Engine.prepare`) in the same thread; `get` waits for
+        that too (`wait`, at the end of the input, does not: a `quit` during the compile exits at once).
     """
 
     def __init__(self, build: Callable[[], Engine], defaults: EngineDefaults, *, what: str = "the checkpoint",
-                 err: TextIO | None = None, prefix: str = ""):
+                 err: TextIO | None = None, prefix: str = "", prepare: bool = False):
         self.defaults = defaults
         self.what = what
         self.error: str | None = None
         self._engine: Engine | None = None
         self._err = err
         self._prefix = prefix
+        self._prepare = prepare
         self._done = threading.Event()
+        self._ready = threading.Event()  # built and (with `prepare`) compiled
         self._thread = threading.Thread(target=self._load, args=(build,), name="azjax-engine-load", daemon=True)
         self._thread.start()
 
@@ -95,6 +106,14 @@ class EngineLoad:
             print(f"{self._prefix}error: {self.error}", file=self._err or sys.stderr, flush=True)
         finally:
             self._done.set()
+        try:
+            if self._engine is not None and self._prepare:
+                self._engine.prepare()
+        except Exception as e:  # said once; the command that needs the search compiles it again, and says why
+            print(f"{self._prefix}error: cannot prepare the search: {one_line(f'{type(e).__name__}: {e}')}",
+                  file=self._err or sys.stderr, flush=True)
+        finally:
+            self._ready.set()
 
     @property
     def done(self) -> bool:
@@ -107,15 +126,35 @@ class EngineLoad:
         return self._engine is None
 
     @property
+    def prepared(self) -> bool:
+        """The engine is built and (with `prepare`) its search compiled, or the load has failed."""
+        return self._ready.is_set()
+
+    @property
     def failed(self) -> bool:
         return self._done.is_set() and self._engine is None
 
     def get(self) -> Engine:
-        """The engine, once built (waits for the load); raises EngineLoadError if the load failed."""
-        self._done.wait()
+        """The engine, once built and prepared (waits for the load); raises EngineLoadError if the load failed."""
+        self._ready.wait()
         if self._engine is None:
             raise EngineLoadError(self.error or f"cannot load {self.what}")
         return self._engine
+
+
+def exit_status(load: EngineLoad, process: bool) -> int:
+    """The exit status of `azjax gtp` / `azjax uci` at the end of its input: 2 where the network could not load (a
+    load still running is waited for, so that its failure is said), else 0.
+
+    process: the front end ran on the process's own stdin and stdout. Then a search still compiling in the background
+    (a `quit` during start-up) is not waited for: the process ends at once (`os._exit`, its output flushed), since an
+    interpreter that shuts down while a thread is inside XLA's compiler aborts."""
+    status = 2 if load.wait() else 0
+    if process and not load.prepared:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+    return status
 
 
 def start_engine(args: argparse.Namespace, command: str, err: TextIO | None = None) -> EngineLoad:
@@ -131,8 +170,10 @@ def start_engine(args: argparse.Namespace, command: str, err: TextIO | None = No
         config = config.replace(**config_overrides)
     n_scl = config.n_scl if args.n_scl is None else args.n_scl  # --n_scl overrides the config's; 0: off
     tree_reuse = bool(getattr(args, "tree_reuse", True))
+    overhead_ms = getattr(args, "move_overhead", None)
     defaults = EngineDefaults(game=config.game, visits=int(args.visits or config.eval_simulations), n_scl=n_scl,
-                              tree_reuse=tree_reuse, twofold_draws=config.twofold_draws)
+                              tree_reuse=tree_reuse, twofold_draws=config.twofold_draws,
+                              move_overhead=MOVE_OVERHEAD_S if overhead_ms is None else overhead_ms / 1000)
     kwargs = dict(visits=args.visits, n_scl=args.n_scl, search=getattr(args, "search", None),
                   seed=getattr(args, "seed", 0), tree_reuse=tree_reuse, config_overrides=config_overrides)
 
@@ -142,7 +183,9 @@ def start_engine(args: argparse.Namespace, command: str, err: TextIO | None = No
 
         return Engine.from_checkpoint(args.checkpoint, **kwargs)
 
-    return EngineLoad(build, defaults, what=f"checkpoint {args.checkpoint}", err=err, prefix=f"azjax {command}: ")
+    # Compiled at launch, while the GUI sends its handshake and options: ready before the clock starts.
+    return EngineLoad(build, defaults, what=f"checkpoint {args.checkpoint}", err=err, prefix=f"azjax {command}: ",
+                      prepare=True)
 
 
 class LoadingFrontEnd:
@@ -151,13 +194,20 @@ class LoadingFrontEnd:
     `engine` may still be loading: the front end answers what it can at once and waits here for the rest.
     """
 
+    # Whether the engine is prepared (its search compiled, `Engine.prepare`) before a command uses it: GTP, whose
+    # first command that needs the engine may be a `genmove` on the clock; UCI prepares on `isready` instead.
+    prepare_on_use = False
+
     def __init__(self, engine: Engine | EngineLoad) -> None:
         self.load = engine if isinstance(engine, EngineLoad) else EngineLoad.ready(engine)
 
     @property
     def engine(self) -> Engine:
         """The engine; waits for the background load (raises EngineLoadError, a ValueError, if it failed)."""
-        return self.load.get()
+        engine = self.load.get()
+        if self.prepare_on_use:
+            engine.prepare()
+        return engine
 
     @property
     def position(self) -> Position:

@@ -37,6 +37,13 @@ def jitted_step(game: Game):
     return jax.jit(game.step)
 
 
+@functools.cache
+def jitted_black_margin(game: Game):
+    """`game.black_margin`, jitted once per game: run eagerly, its flood fill's while loop (a new closure each call)
+    compiled again at every call, `final_score` on a GUI's clock included."""
+    return jax.jit(game.black_margin)
+
+
 def stack_states(states: Sequence[GameState]) -> GameState:
     return jax.tree.map(lambda *xs: jnp.stack(xs), *states)
 
@@ -227,7 +234,7 @@ class Position:
 
     def go_score(self) -> float:
         """Go: Black's Tromp-Taylor area lead minus komi (positive: Black wins)."""
-        return float(self.game.black_margin(self.state))
+        return float(jitted_black_margin(self.game)(self.state))
 
     def outcome(self) -> float | None:
         """Finished games: the result for the player who moved first from the start (+1, 0, -1)."""

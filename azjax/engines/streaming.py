@@ -1,17 +1,18 @@
-"""What streamed analysis needs on both protocols: the commands read in a thread (`LineReader`), so that a search can
-ask whether the next command has arrived, and the growing visit plan of an analysis that runs until it is told to stop
-(`growing_visits`).
+"""What streamed analysis needs on both protocols: the commands read in a thread (`LineReader`), so that an analysis
+can ask whether the next command has arrived, and where an analysis that runs until it is told to stop stops
+growing (`analysis_cap`).
 
     reader = LineReader(sys.stdin)     # a daemon thread reads the stream line by line into a queue
     line = reader.get()                # the next line (waits); None at the end of the input
     if reader.wait(0.5): ...           # a line (or the end of the input) is waiting, within 0.5 s
 
-A search runs a fixed number of simulations per call and cannot be interrupted, so an analysis that keeps growing
-searches again with double the visits each time: `growing_visits(4, 64)` is `[4, 8, 16, 32, 64]`, one compiled
-search per size (`Engine` keeps them). With tree reuse (`Engine.tree_reuse`) each search continues the last
-one's tree, so the analysis grows one tree and throws nothing away (Gumbel: the root's sequential halving starts
-again at each size, over everything below it); without it each size searches afresh,
-and the doubling keeps the work thrown away to the size of the last search (the sum of the earlier ones).
+A search call cannot be interrupted, so an analysis runs in chunks (`azjax.engines.engine.Engine.grow`): each call
+adds at most `ANALYSIS_CHUNK` visits to one tree, in the engine's one compiled program, and the front end looks
+for the next command between calls, so that it is answered after at most one chunk. With tree reuse
+(`Engine.tree_reuse`) the chunks grow one tree (PUCT: a root with more visits each time; Gumbel: the next
+simulations of one sequential halving planned for all the room the tree has) up to `analysis_cap` visits; an
+engine that cannot keep its tree (search-contempt, certainty propagation, SAI's sensible agent) searches afresh
+with double the visits each time, up to its `visits`.
 """
 
 from __future__ import annotations
@@ -24,15 +25,6 @@ MAX_INFINITE_FACTOR = 16  # a growing search stops growing at this many times th
 # ... and at MAX_VISITS: mctx keeps dense [visits + 1, actions] arrays per tree: 8192 visits of chess (4672 actions)
 # are ~1 GB of tree on the device.
 MAX_VISITS = 8192
-
-
-def growing_visits(visits: int, cap: int) -> list[int]:
-    """The visits of the searches of an analysis that runs until stopped: `visits`, doubling up to `cap` (the last one
-    is `cap`); just `[visits]` when `visits` is already at or above `cap`."""
-    plan = [visits]
-    while plan[-1] < cap:
-        plan.append(min(plan[-1] * 2, cap))
-    return plan
 
 
 def analysis_cap(visits: int) -> int:

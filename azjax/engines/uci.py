@@ -7,30 +7,28 @@ quit (also `d`: prints the board and FEN, as Stockfish does). Anything else answ
 `info string unknown command ...`; malformed input answers `info string error: ...`; the engine
 never exits on bad input.
 
-Search and time: a search runs a fixed number of simulations per call and cannot be interrupted, so `go` runs
-whole searches in a background thread. With tree reuse (the `TreeReuse` option, on by default;
+Search and time: a search runs in one compiled program whose budget (visits) is an input, compiled with
+everything else a game needs before `readyok` (`azjax.engines.engine.Engine.prepare`): at launch, in the background,
+and again on `isready` where an option has changed what the search compiles to (`Visits`, `NScl`, `TreeReuse`,
+`TwoFoldDraws`). `go` runs in a background thread. With tree reuse (the `TreeReuse` option, on by default;
 `azjax.engines.engine.Engine`) a search continues the last one's tree when the position is its root or one or two
 moves below it; under PUCT a visit count is the root's total, the kept visits included (KataGo's maxVisits), under
 Gumbel the root's own visits start afresh over the kept subtrees of its children:
 
-  * `go nodes N` searches N visits, rounded up to a power of two >= 8 so that few sizes are compiled
-    (below the `Visits` option: at most `Visits`), at most 16 x `Visits` (an `info string` says so:
-    a search's tree and time grow faster than its visits, so the ceiling follows the option a user
-    sets for the hardware; `Visits` itself is at most MAX_VISITS);
+  * `go nodes N` searches N visits, at most the engine's ceiling (16 x `Visits`, at most MAX_VISITS, where
+    searches keep their tree; `Visits` where they cannot; an `info string` says when N is capped);
   * `go` with `movetime`/`wtime`/`btime`/`winc`/`binc`/`movestogo` computes a time budget
-    (movetime, or time_left / movestogo (default 30) + increment / 2, at most time_left / 2) and
-    searches the largest power-of-two visit count <= `Visits` that fits, judged by the measured
-    speed of earlier (already compiled) searches; before any measurement it searches `Visits`;
+    (`azjax.engines.clock.uci_budget`: movetime, or the time left over movestogo (default 30) plus three quarters
+    of the increment, at most 40% of the time left, each less `MoveOverheadMs`) and searches the largest visit
+    bucket (1, 2, 4, ... up to `Visits`) whose search the engine's measured speed says fits it with a quarter to
+    spare (`azjax.engines.clock`); the speed is measured at start-up and after every search;
   * plain `go` searches `Visits`;
-  * `go infinite` (or `go ponder`) searches `Visits`, then searches again with double the visits
-    (up to 16 x `Visits`, at most MAX_VISITS; `azjax.engines.streaming.growing_visits`): with tree reuse each search
-    grows the last one's tree to the doubled size, else each is a new tree; `info` is sent after each search; once
-    the searches stop growing, the last `info`
-    is sent again every `InfoInterval` milliseconds (default 1000; lc0 reports at a fixed cadence too), with its
-    `time` brought up to date, until `stop` (or `ponderhit`). A search call cannot report before it ends, so
-    while one runs no line comes (a finite `go` is one search, and reports once, at its end);
-  * `stop` ends the search after the search call in progress and prints `bestmove` from the last
-    finished search (waiting for the first one if none has finished);
+  * `go infinite` (or `go ponder`) grows the tree in chunks of at most 64 visits (`Engine.grow`), with an `info`
+    after each, up to the ceiling (without tree reuse: searches afresh of doubling size, up to `Visits`); once it
+    cannot grow, the last `info` is sent again every `InfoInterval` milliseconds (default 1000; lc0 reports at a
+    fixed cadence too), with its `time` brought up to date, until `stop` (or `ponderhit`);
+  * `stop` ends the search after the chunk in progress and prints `bestmove` from the last finished chunk
+    (waiting for the first one if none has finished);
   * a command that changes or reads the position or the options (`position`, `go`, `ucinewgame`,
     `setoption`, `d`) during an infinite search first stops it, as `stop` would (its `bestmove` comes
     first), instead of waiting for a `stop` that the engine could then never read.
@@ -40,22 +38,26 @@ does; `isready` answers `readyok` once it is loaded, and the commands that need 
 (a corrupt parameter file, or one unlike its config's network) is said once on stderr and as `info string error:
 cannot load ...` to each such command (`isready` still gets its `readyok`).
 
-After each search call:
+After each search call, as lc0 writes it (one line per move with `MultiPV` above 1, `multipv K` before `pv`):
 
-    info depth D nodes N nps X time MS score cp C pv e2e4 e7e5 ...
-    info depth D nodes N nps X time MS score cp C wdl W D L pv e2e4 e7e5 ...     (with UCI_ShowWDL true)
-    info depth D ... score cp C movesleft M pv e2e4 ...    (with UCI_ShowMovesLeft true and a moves-left head)
+    info depth D seldepth S time MS nodes N score cp C nps X pv e2e4 e7e5 ...
+    info depth D seldepth S time MS nodes N score cp C wdl W D L nps X pv e2e4 e7e5 ...   (with UCI_ShowWDL true)
+    info depth D ... score cp C movesleft M nps X pv e2e4 ...   (UCI_ShowMovesLeft true and a moves-left head)
+    info depth D seldepth S time MS nodes N score mate 2 nps X multipv 1 pv ...   (a proven mate; MultiPV 3)
 
-(depth = PV length, score from the chosen move's Q with lc0's formula; nps = the visits this search added (not the
-ones kept from the last) over the search's own time, without the time spent compiling a new search size; time =
-since `go`; wdl = win/draw/loss per mille of the side
+(depth = the mean depth of the tree's nodes, seldepth the deepest, as lc0 counts them; score from the move's Q with
+lc0's formula, or `mate N` where the search proved the result (`azjax.engines.mate`: certainty propagation's proven
+subtree, or a move that mates at once; N < 0 when the engine is mated); nps = the visits this search added (not
+the ones kept from the last) over the search's own time; time = since `go`; wdl = win/draw/loss per mille of the side
 to move, summing to 1000, from the same Q: with a tanh or SAI value head, as lc0 reports a network without a WDL
 head (no draw class: D = 0, W = 1000 (1 + Q) / 2 rounded, L = 1000 - W); with a win/draw/loss head
 (`value_head="wdl"`), D is the network's draw probability at the root, capped at 1 - |Q|, and W - L stays Q; see
 `lc0.wdl_from_q`) and, with `VerboseMoveStats` on, the per-move statistics table as `info string` lines in lc0's
 order (most-visited last) before `bestmove`.
 Options: `Visits` (spin, 1 to MAX_VISITS), `NScl` (spin, 0 = off: search-contempt node limit), `TreeReuse` (check,
-default from `--tree_reuse`, on),
+default from `--tree_reuse`, on), `MultiPV` (spin, 1 to 500: the most visited moves reported, each with its own
+`info ... multipv K ... pv` line), `MoveOverheadMs` (spin, 0 to 60000, default from `--move_overhead`, 200: time
+kept back from every move for the GUI's and the engine's own work around the search),
 `VerboseMoveStats` (check), `UCI_ShowWDL` (check, default false), `UCI_ShowMovesLeft` (check, default false: the
 plies the network's moves-left head predicts at the root, `moves_left_loss_weight`), `InfoInterval` (spin,
 milliseconds between the repeated `info` lines of an analysis that has stopped growing; 10 to 60000, default 1000).
@@ -70,16 +72,18 @@ import sys
 import threading
 from typing import TYPE_CHECKING, TextIO
 
+from azjax.engines.clock import uci_budget
 from azjax.engines.gtp import engine_streams
-from azjax.engines.lc0 import SearchResult, format_table, wdl_from_q
-from azjax.engines.loading import EngineLoad, EngineLoadError, LoadingFrontEnd, one_line, start_engine
-from azjax.engines.streaming import MAX_INFINITE_FACTOR, MAX_VISITS, growing_visits
+from azjax.engines.lc0 import SearchResult, cp_from_q, format_table, wdl_from_q
+from azjax.engines.loading import EngineLoad, EngineLoadError, LoadingFrontEnd, exit_status, one_line, start_engine
+from azjax.engines.streaming import MAX_VISITS
 from azjax.games import STANDARD_FEN
 
 if TYPE_CHECKING:  # the engine module (flax, mctx) is imported by the background load, after the handshake
     from azjax.engines.engine import Engine
 
 INFO_INTERVAL_MS = 1000  # default of the InfoInterval option
+MAX_MULTIPV = 500  # the MultiPV option's maximum (more than any chess position's legal moves)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
@@ -100,6 +104,8 @@ class UCIEngine(LoadingFrontEnd):
         self.show_wdl = False  # UCI_ShowWDL
         self.show_moves_left = False  # UCI_ShowMovesLeft
         self.info_interval = INFO_INTERVAL_MS / 1000  # seconds (InfoInterval)
+        self.multipv = 1  # MultiPV
+        self.move_overhead = self.load.defaults.move_overhead  # seconds (MoveOverheadMs)
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
@@ -145,10 +151,17 @@ class UCIEngine(LoadingFrontEnd):
                 self.send("option name UCI_ShowWDL type check default false")
                 self.send("option name UCI_ShowMovesLeft type check default false")
                 self.send(f"option name InfoInterval type spin default {INFO_INTERVAL_MS} min 10 max 60000")
+                self.send(f"option name MultiPV type spin default 1 min 1 max {MAX_MULTIPV}")
+                self.send(f"option name MoveOverheadMs type spin default {round(self.move_overhead * 1000)} min 0 "
+                          "max 60000")
                 self.send("uciok")
-            elif cmd == "isready":  # ready once the network is loaded; a failed load is said, and readyok still sent
+            elif cmd == "isready":
+                # Ready once the network is loaded and its search compiled for the options set (a failed load is
+                # said, and readyok still sent). During a search the settings are those it was prepared for: at once.
                 try:
-                    self.load.get()
+                    engine = self.load.get()
+                    if self._thread is None:
+                        engine.prepare()
                 except EngineLoadError as e:
                     self.send(f"info string error: {e}")
                 self.send("readyok")
@@ -236,6 +249,10 @@ class UCIEngine(LoadingFrontEnd):
             self.show_moves_left = _bool(value, "UCI_ShowMovesLeft")
         elif key == "infointerval":
             self.info_interval = _int(value, "InfoInterval", 10, 60000) / 1000
+        elif key == "multipv":
+            self.multipv = _int(value, "MultiPV", 1, MAX_MULTIPV)
+        elif key in ("moveoverheadms", "moveoverhead"):
+            self.move_overhead = _int(value, "MoveOverheadMs", 0, 60000) / 1000
         else:
             self.send(f"info string unknown option {name}")
 
@@ -261,54 +278,47 @@ class UCIEngine(LoadingFrontEnd):
         if self.position.is_over or not self.position.legal_moves():
             self.send("bestmove 0000")
             return
+        visits: int | None = None
         if "nodes" in params:
-            cap = self._max_nodes()
-            if params["nodes"] > cap:
-                self.send(f"info string nodes {params['nodes']} capped at {cap} (16 x Visits)")
-            plan = [self._round_visits(max(params["nodes"], 1))]
-        elif infinite:
-            plan = growing_visits(e.visits, self._max_nodes())
-        else:
-            plan = [e.visits_for_time(self._time_budget(params))]
+            visits = max(params["nodes"], 1)
+            if visits > e.max_visits:
+                self.send(f"info string nodes {visits} capped at {e.max_visits} (the engine's ceiling)")
+                visits = e.max_visits
+        elif not infinite:
+            visits = -1  # the clock's: chosen once the search is compiled and timed (`_search_thread`)
         self._stop.clear()
         self._infinite = infinite
-        self._thread = threading.Thread(target=self._search_thread, args=(plan, infinite), daemon=True)
+        self._thread = threading.Thread(target=self._search_thread, args=(visits, params), daemon=True)
         self._thread.start()
 
-    def _max_nodes(self) -> int:
-        return min(self.engine.visits * MAX_INFINITE_FACTOR, MAX_VISITS)
-
-    def _round_visits(self, nodes: int) -> int:
-        v = 8
-        while v < min(nodes, self._max_nodes()):
-            v *= 2
-        return min(v, self.engine.visits) if nodes <= self.engine.visits else min(v, self._max_nodes())
-
     def _time_budget(self, p: dict[str, int]) -> float | None:
-        if "movetime" in p:
-            return p["movetime"] / 1000.0
+        """Seconds this move's search may take (`azjax.engines.clock.uci_budget`); None without a clock."""
         side = "w" if self.position.to_move() == "w" else "b"
         left = p.get(f"{side}time")
-        if left is None:
-            return None
-        inc = p.get(f"{side}inc", 0)
-        budget = left / max(p.get("movestogo", 30), 1) + inc / 2
-        return max(min(budget, left / 2), 1.0) / 1000.0
+        return uci_budget(left_s=None if left is None else left / 1000, inc_s=p.get(f"{side}inc", 0) / 1000,
+                          movestogo=p.get("movestogo"),
+                          movetime_s=p["movetime"] / 1000 if "movetime" in p else None, overhead_s=self.move_overhead)
 
-    def _search_thread(self, plan: list[int], infinite: bool) -> None:
+    def _search_thread(self, visits: int | None, params: dict[str, int]) -> None:
+        """One `go`: a search of `visits` (-1: as many as the clock allows), or an analysis (None) that grows the
+        tree chunk by chunk until `stop`."""
         e = self.engine
         last: SearchResult | None = None
         t0 = e.clock()
-        for visits in plan:
-            try:
-                last = e.search(visits)
-            except Exception as err:  # report and fall back to any legal move
-                self.send(f"info string search failed: {type(err).__name__}: {err}")
-                break
-            self._info(last, e.clock() - t0)
-            if self._stop.is_set():
-                break
-        if infinite:  # the searches have stopped growing: the last info again every interval, until `stop`
+        try:
+            e.prepare()  # nothing to do after `isready`; a GUI that sent none waits for the compile here
+            if visits == -1:
+                visits = e.visits_for_time(self._time_budget(params))
+            if visits is not None:
+                last = e.search(visits, child_pvs=self.multipv)
+                self._info(last, e.clock() - t0)
+            else:
+                while not self._stop.is_set() and (grown := e.grow(child_pvs=self.multipv)) is not None:
+                    last = grown
+                    self._info(last, e.clock() - t0)
+        except Exception as err:  # report and fall back to any legal move
+            self.send(f"info string search failed: {type(err).__name__}: {err}")
+        if visits is None:  # the analysis has stopped growing: the last info again every interval, until `stop`
             while not self._stop.wait(self.info_interval):
                 if last is not None:
                     self._info(last, e.clock() - t0)
@@ -320,16 +330,27 @@ class UCIEngine(LoadingFrontEnd):
         self.send(f"bestmove {best}{ponder}")
 
     def _info(self, r: SearchResult, elapsed: float) -> None:
-        # r.seconds times the search alone: compiling a new search size, and loading the network, are not in it.
+        """lc0's info lines of a search: one, or one per move (the most visited first) with MultiPV above 1."""
+        # r.seconds times the search alone: compiling, and loading the network, are not in it.
         nps = int((r.visits - r.reused_visits) / max(r.seconds, 1e-6))
-        cp = int(round(r.cp)) if r.cp is not None else 0
-        pv = " ".join(r.pv) or r.best_move
-        wdl = " wdl {} {} {}".format(*wdl_from_q(r.value, r.net_draw or 0.0)) if self.show_wdl else ""  # lc0: after cp
+        head = (f"info depth {max(round(r.depth), 1)} seldepth {max(r.seldepth, 1)} time {int(elapsed * 1000)} "
+                f"nodes {r.visits}")
+        if self.multipv == 1:
+            self.send(f"{head} {self._score(r.value, r.mate, r)} nps {nps} pv {' '.join(r.pv) or r.best_move}")
+            return
+        lines = [s for s in r.stats if s.n > 0][: self.multipv] or r.stats[:1]
+        for k, s in enumerate(lines, 1):
+            pv = s.pv or [s.move]
+            self.send(f"{head} {self._score(s.q, s.mate, r)} nps {nps} multipv {k} pv {' '.join(pv)}")
+
+    def _score(self, q: float, mate: int | None, r: SearchResult) -> str:
+        """`score cp C` (lc0's formula) or `score mate N`, then `wdl` and `movesleft` where asked, in lc0's order."""
+        score = f"score mate {mate}" if mate is not None else f"score cp {int(round(cp_from_q(q)))}"
+        wdl = " wdl {} {} {}".format(*wdl_from_q(q, r.net_draw or 0.0)) if self.show_wdl else ""
         # lc0 sends movesleft after wdl, and only from a network with the head
         moves_left = (f" movesleft {round(r.net_moves_left)}" if self.show_moves_left and r.net_moves_left is not None
                       else "")
-        self.send(f"info depth {max(len(r.pv), 1)} nodes {r.visits} nps {nps} time {int(elapsed * 1000)} "
-                  f"score cp {cp}{wdl}{moves_left} pv {pv}")
+        return f"{score}{wdl}{moves_left}"
 
     def stop_search(self) -> None:
         self._stop.set()
@@ -368,4 +389,4 @@ def main(args: argparse.Namespace, inp: TextIO | None = None, out: TextIO | None
     load = start_engine(args, "uci")  # `uci` is answered while the network loads
     UCIEngine(load, *engine_streams(inp, out)).run()
     # At the end of input, a load still running is waited for, so a network that cannot load exits with status 2.
-    return 2 if load.wait() else 0
+    return exit_status(load, process=inp is None and out is None)

@@ -87,9 +87,16 @@ def search(
     invalid_actions: jax.Array | None = None,
     extra_data: Any = None,
     loop_fn: mctx.LoopFn = jax.lax.fori_loop,
+    simulations: jax.Array | None = None,
 ) -> mctx.Tree:
     """`mctx.search`: the same arguments, PRNG use and tree ([B] games, num_simulations + 1 nodes), with
-    `backward` above as the backup."""
+    `backward` above as the backup.
+
+    `simulations` (an int32 scalar, may be traced; at most num_simulations): the loop runs that many simulations in
+    the tree of num_simulations + 1 nodes, so one compiled program serves every budget up to num_simulations (the
+    engines' time management picks the budget per move). Simulation k expands node k + 1 whatever the tree's size,
+    so the nodes [0, simulations + 1) are those of a search of `simulations`, step for step, and the rest stay
+    unvisited."""
     action_selection_fn = mctx_action_selection.switching_action_selection_wrapper(
         root_action_selection_fn=root_action_selection_fn,
         interior_action_selection_fn=interior_action_selection_fn,
@@ -116,5 +123,5 @@ def search(
     tree = mctx_search.instantiate_tree_from_root(
         root, num_simulations, root_invalid_actions=invalid_actions, extra_data=extra_data
     )
-    _, tree = loop_fn(0, num_simulations, body_fun, (rng_key, tree))
+    _, tree = loop_fn(0, num_simulations if simulations is None else simulations, body_fun, (rng_key, tree))
     return tree

@@ -257,14 +257,20 @@ def run_search(
     params: Any,
     key: jax.Array,
     states: GameState,
+    simulations: jax.Array | None = None,
+    plan: jax.Array | None = None,
 ) -> mctx.PolicyOutput:
     """Searches from every root in `states` ([B] games).
 
     Returns mctx's PolicyOutput: `action` [B], `action_weights` [B, A] (PUCT: visit distribution;
     Gumbel: the improved policy), `search_tree`; for a game searched over slots a `SearchOutput`, whose
     `moves` [B, W] map the tree's root slots to actions (`azjax.search.layout`).
+
+    `simulations` (int32 scalar, may be traced) runs that many of the spec's num_simulations in its tree; a Gumbel
+    root then follows `plan` (`azjax.search.policies.visit_plan` of `simulations`, int32 [M + 1, num_simulations]):
+    the search of `simulations`, from one program compiled for every budget up to num_simulations (the engines).
     """
-    return game_actions(game, states, search_over_slots(spec, game, evaluate, params, key, states))
+    return game_actions(game, states, search_over_slots(spec, game, evaluate, params, key, states, simulations, plan))
 
 
 def game_actions(game: Game, states: GameState, out: mctx.PolicyOutput) -> mctx.PolicyOutput:
@@ -285,6 +291,8 @@ def search_over_slots(
     params: Any,
     key: jax.Array,
     states: GameState,
+    simulations: jax.Array | None = None,
+    plan: jax.Array | None = None,
 ) -> mctx.PolicyOutput:
     """`run_search`'s search, its output over the tree's root slots (the game's actions where it has no
     `search_width`)."""
@@ -297,11 +305,14 @@ def search_over_slots(
         extension = Certainty(ended_children_fn(game, spec.twofold_draws, isinstance(evaluate, ParentAwareEvaluator))
                               if spec.certainty == "expanded" else None)
     common = dict(params=params, rng_key=key, root=root, recurrent_fn=recurrent_fn,
-                  num_simulations=spec.num_simulations, invalid_actions=invalid, extension=extension)
+                  num_simulations=spec.num_simulations, invalid_actions=invalid, extension=extension,
+                  simulations=simulations)
     if spec.kind == "gumbel":
+        if (simulations is None) != (plan is None):
+            raise ValueError("a Gumbel search with a budget as an input needs its visit plan too")
         out = gumbel_muzero_policy(
             **common, max_num_considered_actions=spec.max_num_considered_actions, gumbel_scale=spec.gumbel_scale,
-            qtransform=gumbel_qtransform(spec),
+            qtransform=gumbel_qtransform(spec), plan=plan,
         )
     else:
         out = muzero_policy(

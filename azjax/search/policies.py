@@ -16,6 +16,8 @@ import chex
 import jax
 import jax.numpy as jnp
 import mctx
+import numpy as np
+from mctx._src import seq_halving
 
 from azjax.search.core import search
 
@@ -29,7 +31,9 @@ __all__ = [
     "masked_argmax",
     "muzero_policy",
     "noisy_root_logits",
+    "planned_gumbel_root_action_selection",
     "score_considered",
+    "visit_plan",
     "visit_policy_output",
 ]
 
@@ -116,6 +120,58 @@ def masked_argmax(to_argmax: jax.Array, invalid_actions: jax.Array | None) -> ja
     return jnp.argmax(to_argmax, axis=-1).astype(jnp.int32)
 
 
+# ---------------------------------------------------------------- a Gumbel root whose budget is an input
+
+
+@functools.lru_cache(maxsize=256)
+def _plan_rows(max_num_considered_actions: int, num_simulations: int) -> tuple[tuple[int, ...], ...]:
+    return seq_halving.get_table_of_considered_visits(max_num_considered_actions, num_simulations)
+
+
+def visit_plan(max_num_considered_actions: int, num_simulations: int, width: int | None = None) -> np.ndarray:
+    """int32 [max_num_considered_actions + 1, width]: sequential halving's visit plan for a search of
+    `num_simulations` (mctx's `get_table_of_considered_visits`: row m is the considered visit count of each
+    simulation when m actions are considered), padded with zeros to `width` (default num_simulations) columns.
+
+    A search that takes its plan as an input (`planned_gumbel_root_action_selection`) runs any number of
+    simulations up to `width` in one compiled program: the budget is data, not a static shape."""
+    width = num_simulations if width is None else int(width)
+    if not 0 <= num_simulations <= width:
+        raise ValueError(f"a plan of {num_simulations} simulations does not fit {width} columns")
+    plan = np.zeros((max_num_considered_actions + 1, max(width, 1)), np.int32)
+    for m, row in enumerate(_plan_rows(max_num_considered_actions, num_simulations)):
+        plan[m, : len(row)] = row
+    return plan
+
+
+def planned_gumbel_root_action_selection(
+    rng_key: chex.PRNGKey,
+    tree: mctx.Tree,
+    node_index: chex.Numeric,
+    *,
+    plan: jax.Array,
+    max_num_considered_actions: int,
+    qtransform: Any = mctx.qtransform_completed_by_mix_value,
+) -> chex.Array:
+    """`mctx.gumbel_muzero_root_action_selection` with sequential halving's table given (`plan`, int32 [M + 1, W],
+    `visit_plan`; it may be traced) instead of built from a static `num_simulations`: the same action for the same
+    tree wherever `plan` is mctx's table. `tree` is unbatched, as mctx's action selection sees it."""
+    del rng_key
+    chex.assert_shape([node_index], ())
+    visit_counts = tree.children_visits[node_index]
+    prior_logits = tree.children_prior_logits[node_index]
+    chex.assert_equal_shape([visit_counts, prior_logits])
+    completed_qvalues = qtransform(tree, node_index)
+    num_valid_actions = jnp.sum(1 - tree.root_invalid_actions, axis=-1).astype(jnp.int32)
+    num_considered = jnp.minimum(max_num_considered_actions, num_valid_actions)
+    # At the root, the simulation index is the sum of the visit counts (as in mctx).
+    simulation_index = jnp.sum(visit_counts, -1)
+    considered_visit = plan[num_considered, simulation_index]
+    to_argmax = score_considered(considered_visit, tree.extra_data.root_gumbel, prior_logits, completed_qvalues,
+                                 visit_counts)
+    return masked_argmax(to_argmax, tree.root_invalid_actions)
+
+
 # ---------------------------------------------------------------- policies
 
 
@@ -135,9 +191,11 @@ class SearchExtension(Protocol):
 def _search(params: Any, rng_key: chex.PRNGKey, root: mctx.RootFnOutput, recurrent_fn: mctx.RecurrentFn,
             root_select: Any, interior_select: mctx.InteriorActionSelectionFn, num_simulations: int,
             invalid_actions: jax.Array | None, max_depth: int | None, loop_fn: mctx.LoopFn,
-            extension: SearchExtension | None, root_gumbel: jax.Array | None = None) -> mctx.Tree:
+            extension: SearchExtension | None, root_gumbel: jax.Array | None = None,
+            simulations: jax.Array | None = None) -> mctx.Tree:
     """The search of both policies: mctx's (its Gumbel extra data where there is a `root_gumbel`), or with the
-    interior selection, the tree's extra data and the loop of an `extension`."""
+    interior selection, the tree's extra data and the loop of an `extension`; `simulations` as in
+    `azjax.search.core.search`."""
     if extension is None:
         extra_data = None if root_gumbel is None else mctx.GumbelMuZeroExtraData(root_gumbel=root_gumbel)
     else:
@@ -148,7 +206,7 @@ def _search(params: Any, rng_key: chex.PRNGKey, root: mctx.RootFnOutput, recurre
     return search(params=params, rng_key=rng_key, root=root, recurrent_fn=recurrent_fn,
                   root_action_selection_fn=root_select, interior_action_selection_fn=interior_select,
                   num_simulations=num_simulations, max_depth=max_depth, invalid_actions=invalid_actions,
-                  extra_data=extra_data, loop_fn=loop_fn)
+                  extra_data=extra_data, loop_fn=loop_fn, simulations=simulations)
 
 
 def muzero_policy(
@@ -168,13 +226,16 @@ def muzero_policy(
     pb_c_init: chex.Numeric = 1.25,
     pb_c_base: chex.Numeric = 19652,
     temperature: chex.Numeric = 1.0,
+    simulations: jax.Array | None = None,
 ) -> mctx.PolicyOutput:
     """`mctx.muzero_policy` (PUCT, root Dirichlet noise), step for step, on `azjax.search.core.search`.
 
     Arguments and return value are `mctx.muzero_policy`'s (B = batch, A = actions): `root` with
     prior_logits [B, A], value [B]; `invalid_actions` [B, A] (True = invalid); returns `action` [B]
     sampled from visits^(1/temperature), `action_weights` [B, A] = root visit distribution and
-    `search_tree`. `extension` changes the search (`SearchExtension`; None: mctx's).
+    `search_tree`. `extension` changes the search (`SearchExtension`; None: mctx's). `simulations` (an int32
+    scalar, may be traced): run that many simulations (at most num_simulations) in a tree of num_simulations + 1
+    nodes, which is then the search of `simulations` (`azjax.search.core.search`).
     """
     rng_key, dirichlet_rng_key, search_rng_key = jax.random.split(rng_key, 3)
     root = root.replace(prior_logits=noisy_root_logits(dirichlet_rng_key, root.prior_logits, invalid_actions,
@@ -185,7 +246,8 @@ def muzero_policy(
         mctx.muzero_action_selection, pb_c_base=pb_c_base, pb_c_init=pb_c_init, qtransform=qtransform
     )
     search_tree = _search(params, search_rng_key, root, recurrent_fn, functools.partial(normal_fn, depth=0),
-                          normal_fn, num_simulations, invalid_actions, max_depth, loop_fn, extension)
+                          normal_fn, num_simulations, invalid_actions, max_depth, loop_fn, extension,
+                          simulations=simulations)
 
     return visit_policy_output(rng_key, search_tree, temperature)
 
@@ -204,23 +266,33 @@ def gumbel_muzero_policy(
     qtransform: Any = mctx.qtransform_completed_by_mix_value,
     max_num_considered_actions: int = 16,
     gumbel_scale: chex.Numeric = 1.0,
+    simulations: jax.Array | None = None,
+    plan: jax.Array | None = None,
 ) -> mctx.PolicyOutput:
     """`mctx.gumbel_muzero_policy` (Gumbel root, sequential halving), step for step, on `azjax.search.core.search`.
 
     Arguments and return value are `mctx.gumbel_muzero_policy`'s: `action` [B] is the best considered
     root action by gumbel + logits + completed Q, `action_weights` [B, A] = softmax(logits +
     completed Q), `search_tree` (its extra data holds `root_gumbel` [B, A]). `extension` as in `muzero_policy`.
+    `simulations` and `plan` (given together, both may be traced): run `simulations` (an int32 scalar, at most
+    num_simulations) in a tree of num_simulations + 1 nodes, the root following `plan` (`visit_plan` of
+    `simulations`): the search of `simulations`, from a program compiled once for every budget up to
+    num_simulations.
     """
     root = root.replace(prior_logits=mask_invalid_actions(root.prior_logits, invalid_actions))
 
     rng_key, gumbel_rng = jax.random.split(rng_key)
     gumbel = gumbel_scale * jax.random.gumbel(gumbel_rng, shape=root.prior_logits.shape, dtype=root.prior_logits.dtype)
 
-    root_select = functools.partial(mctx.gumbel_muzero_root_action_selection, num_simulations=num_simulations,
-                                    max_num_considered_actions=max_num_considered_actions, qtransform=qtransform)
+    if plan is None:
+        root_select = functools.partial(mctx.gumbel_muzero_root_action_selection, num_simulations=num_simulations,
+                                        max_num_considered_actions=max_num_considered_actions, qtransform=qtransform)
+    else:
+        root_select = functools.partial(planned_gumbel_root_action_selection, plan=plan,
+                                        max_num_considered_actions=max_num_considered_actions, qtransform=qtransform)
     interior_select = functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform)
     search_tree = _search(params, rng_key, root, recurrent_fn, root_select, interior_select, num_simulations,
-                          invalid_actions, max_depth, loop_fn, extension, root_gumbel=gumbel)
+                          invalid_actions, max_depth, loop_fn, extension, root_gumbel=gumbel, simulations=simulations)
     summary = search_tree.summary()
 
     considered_visit = jnp.max(summary.visit_counts, axis=-1, keepdims=True)

@@ -60,6 +60,7 @@ from azjax.search.policies import (
     mask_invalid_actions,
     masked_argmax,
     noisy_root_logits,
+    planned_gumbel_root_action_selection,
     score_considered,
     visit_policy_output,
 )
@@ -294,18 +295,32 @@ def reused_gumbel_muzero_policy(
     max_num_considered_actions: int = 16,
     gumbel_scale: chex.Numeric = 1.0,
     qtransform: Any = mctx.qtransform_completed_by_mix_value,
+    simulations: jax.Array | None = None,
+    plan: jax.Array | None = None,
+    restart: jax.Array | None = None,
 ) -> mctx.PolicyOutput:
     """`mctx.gumbel_muzero_policy` (as `azjax.search.policies.gumbel_muzero_policy`: the same PRNG splits) over a
     kept tree whose root starts afresh (the module docstring says why and what is kept).
 
     Args:
-      tree, size: `subtree`'s output (`tree_size("gumbel", num_simulations)` nodes); where size is 0, or above
-        num_simulations + 1 (no room for the new simulations), the search starts from `root` ([B]).
+      tree, size: `subtree`'s output (`tree_size("gumbel", num_simulations)` nodes, or any size with `simulations`);
+        where size is 0, or above the tree's nodes less the new simulations (no room for them), the search starts
+        from `root` ([B]).
       invalid_actions: bool [B, A] at the root.
+      simulations, plan: the simulations to run (int32 [B] or scalar, may be traced; default num_simulations) and
+        sequential halving's plan for them (`azjax.search.policies.visit_plan`, int32 [M + 1, W]; given with
+        `simulations`): one compiled program for every budget.
+      restart: bool [B] (default all True): start the kept root afresh. False continues it as it is, with its own
+        visits, values and Gumbel noise, by `plan` (an analysis running one sequential halving in pieces: `plan`
+        is the whole analysis's, and the root's visits so far are its simulations already run).
     Returns mctx's PolicyOutput: `action` [B] (the best considered root action by gumbel + logits + completed Q),
-    `action_weights` [B, A] = softmax(logits + completed Q), and the tree, whose root has num_simulations + 1 visits.
+    `action_weights` [B, A] = softmax(logits + completed Q), and the tree, whose root has num_simulations + 1 visits
+    (those it kept too, where it continued).
     """
     num_nodes = tree.node_visits.shape[1]
+    sims = jnp.broadcast_to(jnp.asarray(num_simulations if simulations is None else simulations, jnp.int32),
+                            size.shape)
+    restart = jnp.ones(size.shape, bool) if restart is None else restart
     rng_key, gumbel_rng = jax.random.split(rng_key)
     gumbel = gumbel_scale * jax.random.gumbel(gumbel_rng, shape=root.prior_logits.shape, dtype=root.prior_logits.dtype)
     extra_data = mctx.GumbelMuZeroExtraData(root_gumbel=gumbel)
@@ -315,7 +330,7 @@ def reused_gumbel_muzero_policy(
     # The kept root as a new one: its stored prior (the network's, masked), 1 visit, the network's value, nothing per
     # child; the children keep their own nodes.
     at_root = (slice(None), mctx.Tree.ROOT_INDEX)
-    tree = tree.replace(
+    afresh = tree.replace(
         node_visits=tree.node_visits.at[at_root].set(1),
         node_values=tree.node_values.at[at_root].set(tree.raw_values[at_root]),
         children_prior_logits=tree.children_prior_logits.at[at_root].set(
@@ -323,18 +338,27 @@ def reused_gumbel_muzero_policy(
         children_visits=tree.children_visits.at[at_root].set(0),
         children_values=tree.children_values.at[at_root].set(0.0),
         root_invalid_actions=invalid_actions, extra_data=extra_data)
-    kept = (size > 0) & (size + num_simulations <= num_nodes)
+    # Continued in place: the root as it was, with the noise it was searched with.
+    kept_gumbel = getattr(tree.extra_data, "root_gumbel", None)
+    continued = tree.replace(root_invalid_actions=invalid_actions, extra_data=mctx.GumbelMuZeroExtraData(
+        root_gumbel=gumbel if kept_gumbel is None else kept_gumbel))
+    tree = _select_kept(restart, continued, afresh)
+    kept = (size > 0) & (size + sims <= num_nodes)
     tree = _select_kept(kept, fresh, tree)
 
-    root_select = functools.partial(mctx.gumbel_muzero_root_action_selection, num_simulations=num_simulations,
-                                    max_num_considered_actions=max_num_considered_actions, qtransform=qtransform)
+    if plan is None:
+        root_select = functools.partial(mctx.gumbel_muzero_root_action_selection, num_simulations=num_simulations,
+                                        max_num_considered_actions=max_num_considered_actions, qtransform=qtransform)
+    else:
+        root_select = functools.partial(planned_gumbel_root_action_selection, plan=plan,
+                                        max_num_considered_actions=max_num_considered_actions, qtransform=qtransform)
     interior_select = functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform)
     search_tree = continue_search(params, rng_key, tree, first_free=jnp.where(kept, size, 1),
-                                  num_simulations=jnp.full(size.shape, num_simulations, jnp.int32),
-                                  recurrent_fn=recurrent_fn, root_action_selection_fn=root_select,
+                                  num_simulations=sims, recurrent_fn=recurrent_fn, root_action_selection_fn=root_select,
                                   interior_action_selection_fn=interior_select, max_depth=num_nodes - 1)
     summary = search_tree.summary()
     prior_logits = search_tree.children_prior_logits[at_root]
+    gumbel = search_tree.extra_data.root_gumbel  # the continued roots' own
     considered_visit = jnp.max(summary.visit_counts, axis=-1, keepdims=True)
     completed_qvalues = jax.vmap(qtransform, in_axes=[0, None])(search_tree, search_tree.ROOT_INDEX)
     to_argmax = score_considered(considered_visit, gumbel, prior_logits, completed_qvalues, summary.visit_counts)

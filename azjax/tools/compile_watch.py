@@ -8,6 +8,7 @@ JAX records a `/jax/core/compile/backend_compile_duration` event (with the jitte
 for every program it builds, a persistent-cache hit included: a jit cache miss always shows up.
 While watching, every new `Trainer` and every `Trainer.step` call is noted too, so each compilation
 is known to have come before or after the first step of the latest trainer (a resume builds a new one).
+`azjax.tools.compile_log` writes the same event as a line per compile, for processes that are not training.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from typing import Any
 
 import jax
 
+from azjax.tools.compile_log import BACKEND_COMPILE_EVENT
 from azjax.train.driver import train
 from azjax.train.loop import Trainer
 
-BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 STEP_FUNCTION = "jit(_step_local)"  # the name JAX gives the loop step (`Trainer.step`; loop.py keeps it)
 
 

@@ -24,6 +24,7 @@ import numpy as np
 import pytest
 
 from azjax.cli import main
+from azjax.engines.clock import SpeedModel, visit_buckets
 from azjax.engines.engine import Engine
 from azjax.engines.gtp import GTPEngine
 from azjax.engines.lc0 import cp_from_q, format_table
@@ -157,8 +158,10 @@ def test_engine_statistics_position_and_undo(models):
 def test_visits_for_time():
     class Fake:
         visits = 64
-        search_seconds = {(64, 1): 0.64}  # 10 ms a visit
+        buckets = visit_buckets(64)
+        speed = SpeedModel()
 
+    Fake.speed.observe(64, 0.64)  # 10 ms a visit; a bucket is chosen with a quarter of its time to spare
     vft = Engine.visits_for_time
     assert vft(Fake, None) == 64 and vft(Fake, 1.0) == 64
     assert vft(Fake, 0.2) == 16 and vft(Fake, 0.001) == 1

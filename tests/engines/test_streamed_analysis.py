@@ -22,7 +22,7 @@ from test_engines import VISITS, WAIT, Session, gtp_session
 from azjax.engines.engine import Engine
 from azjax.engines.gtp import GTPEngine
 from azjax.engines.lc0 import SearchResult, cp_from_q, wdl_from_q
-from azjax.engines.streaming import LineReader, analysis_cap, growing_visits
+from azjax.engines.streaming import LineReader, analysis_cap
 from azjax.engines.uci import UCIEngine
 from azjax.tools.fuzz import PipeEngine
 
@@ -171,17 +171,30 @@ def test_azjax_gtp_streams_through_a_pipe_and_exits_cleanly_after_quit(models):
 
 @pytest.fixture
 def chess_engine(models, monkeypatch) -> tuple[Engine, list[int]]:
-    """The chess engine with an instant stand-in search (Q 0.2, 5 ms a search); the list collects the visits asked."""
+    """The chess engine with an instant stand-in search (Q 0.2, 5 ms a search) and analysis (chunks of `Visits`
+    up to the 16 x `Visits` ceiling), nothing to compile; the list collects the visits each call reached."""
     engine = Engine.from_checkpoint(str(models["chess"]))
     searched: list[int] = []
 
-    def search(visits: int | None = None, child_pvs: bool | None = None) -> SearchResult:
+    def result(visits: int) -> SearchResult:
+        return SearchResult("e2e4", 0, 0.2, 0.2, 0.1, visits, [], ["e2e4", "e7e5"], cp_from_q(0.2), 0.005)
+
+    def search(visits: int | None = None, child_pvs: bool | int | None = None) -> SearchResult:
         time.sleep(0.005)
         searched.append(visits or engine.visits)
-        return SearchResult("e2e4", 0, 0.2, 0.2, 0.1, visits or engine.visits, [], ["e2e4", "e7e5"], cp_from_q(0.2),
-                            0.005)
+        return result(visits or engine.visits)
+
+    def grow(visits: int | None = None, child_pvs: bool | int | None = None) -> SearchResult | None:
+        reached = (searched[-1] if searched else 0) + engine.analysis_chunk
+        if reached > engine.max_visits:
+            return None
+        time.sleep(0.005)
+        searched.append(reached)
+        return result(reached)
 
     monkeypatch.setattr(engine, "search", search)
+    monkeypatch.setattr(engine, "grow", grow)
+    monkeypatch.setattr(engine, "prepare", lambda warm_up=None: 0.0)
     return engine, searched
 
 
@@ -208,8 +221,8 @@ def test_uci_go_infinite_streams_info_with_wdl_until_stop(chess_engine):
     for command in ("setoption name InfoInterval value 20", "setoption name UCI_ShowWDL value true",
                     "position startpos", "go infinite"):
         session.send(command)
-    plan = growing_visits(VISITS, analysis_cap(VISITS))  # 4, 8, ..., 64
-    lines = [session.line() for _ in range(len(plan) + 3)]  # a line per search, then the last one every 20 ms
+    plan = list(range(VISITS, analysis_cap(VISITS) + 1, VISITS))  # chunks of 4 visits: 4, 8, ..., 64
+    lines = [session.line() for _ in range(len(plan) + 3)]  # a line per chunk, then the last one every 20 ms
     fields = [info_fields(line) for line in lines]
     assert [int(f["nodes"]) for f in fields] == plan + [plan[-1]] * 3
     times = [int(f["time"]) for f in fields]
@@ -224,7 +237,7 @@ def test_uci_go_infinite_streams_info_with_wdl_until_stop(chess_engine):
     assert session.until(lambda line: line.startswith("bestmove"))[-1] == "bestmove e2e4 ponder e7e5"
     session.send("isready")
     assert session.line() == "readyok"
-    assert searched == plan  # the stream repeats the last search's line: no search after the cap
+    assert searched == plan  # the stream repeats the last chunk's line: no search after the cap
     session.close()
 
 
@@ -242,7 +255,7 @@ def test_uci_show_wdl_off_and_go_ponder(chess_engine):
     session.send("setoption name UCI_ShowWDL value false")
     session.send("go nodes 4")  # a finite search: one info line, at its end, then bestmove
     lines = session.until(lambda line: line.startswith("bestmove"))
-    assert len(lines) == 2 and lines[0].startswith("info depth 2 nodes 4 ") and " wdl " not in lines[0]
+    assert len(lines) == 2 and " nodes 4 " in lines[0] and " wdl " not in lines[0]
     session.send("isready")
     assert session.line() == "readyok"
     session.close()
@@ -317,10 +330,9 @@ def test_uci_shows_the_draw_probability_of_a_win_draw_loss_network(tmp_path):
     session.close()
 
 
-def test_growing_visits_and_cap():
-    assert growing_visits(4, analysis_cap(4)) == [4, 8, 16, 32, 64]
-    assert growing_visits(800, analysis_cap(800)) == [800, 1600, 3200, 6400, 8192]
-    assert growing_visits(10000, analysis_cap(10000)) == [10000]  # already past MAX_VISITS: no growth
+def test_an_analysis_grows_to_16_times_the_visits_at_most_8192():
+    assert analysis_cap(4) == 64 and analysis_cap(800) == 8192
+    assert analysis_cap(10000) == 10000  # already past MAX_VISITS: no growth
 
 
 def test_line_reader_sees_a_second_command_from_the_same_write():

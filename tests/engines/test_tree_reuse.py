@@ -1,8 +1,8 @@
 """Tree reuse in the engine (azjax/engines/engine.py, azjax/search/reuse.py): a search continues the last one's tree
 when the position is its root or one or two moves below it, and gives the old results when it is off.
 
-A tiny untrained 7x7 Go network with a PUCT evaluation search (and a Gumbel one); one compiled search per visit
-count.
+A tiny untrained 7x7 Go network with a PUCT evaluation search (and a Gumbel one); one compiled search per engine,
+its tree as big as an analysis grows (16 x the visits), the visits an input.
 """
 
 from __future__ import annotations
@@ -109,7 +109,7 @@ def test_growing_a_kept_tree_in_place_gives_a_valid_tree_with_the_old_nodes_firs
     assert grown.reused_visits == first.visits == VISITS and grown.visits == 2 * VISITS
     big = jax.device_get(engine.kept.tree)
     assert_valid_tree(big)
-    np.testing.assert_array_equal(big.parents[:, : VISITS + 1], small.parents)
+    np.testing.assert_array_equal(big.parents[:, : VISITS + 1], small.parents[:, : VISITS + 1])
     np.testing.assert_array_equal(big.children_prior_logits[:, 0], small.children_prior_logits[:, 0])
     for s in grown.stats:
         assert s.n >= next(t.n for t in first.stats if t.action == s.action)
@@ -128,7 +128,7 @@ def test_a_tree_bigger_than_the_next_search_is_searched_on_in_its_own_size_and_n
         engine.position.play_action(a)
     result = engine.search()
     assert result.reused_visits == result.visits == n - 1  # more than the budget already: no new visits
-    assert engine.kept.tree.node_visits.shape[1] == 2 * VISITS + 1
+    assert engine.kept.tree.node_visits.shape[1] == engine.max_visits + 1  # one tree size for every search
     assert_valid_tree(jax.device_get(engine.kept.tree))
     for s in result.stats:
         assert s.n == big.children_visits[0, node, s.action]
@@ -160,7 +160,7 @@ def test_a_gumbel_engine_keeps_the_subtrees_below_a_root_it_searches_afresh(para
     assert engine.kept.inherited > 1  # the chosen move's subtree
     assert result.visits == VISITS and result.reused_visits == 0  # sequential halving's own visits, from zero
     tree = jax.device_get(engine.kept.tree)
-    assert tree.node_visits.shape[1] == 2 * VISITS + 1
+    assert tree.node_visits.shape[1] == engine.max_visits + 1
     assert_valid_tree(tree, root_afresh=True)
 
 
