@@ -28,19 +28,21 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import chess
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from material_probe import analyze_positions  # noqa: E402  (scripts/material_probe.py)
 
 
-def mate_in_one_positions(game_files: list[Path]) -> list[tuple[str, list[str]]]:
-    """(FEN, mating moves in UCI) for every distinct position of the games whose side to move can mate in one."""
-    import chess
+def distinct_positions(game_files: list[Path]) -> Iterator[chess.Board]:
+    """Every distinct position (by FEN) of the games' main lines, once each, before its move is played."""
     import chess.pgn
 
-    seen: dict[str, list[str]] = {}
+    seen: set[str] = set()
     for path in game_files:
         with path.open() as f:
             game = chess.pgn.read_game(f)
@@ -48,55 +50,42 @@ def mate_in_one_positions(game_files: list[Path]) -> list[tuple[str, list[str]]]
             continue
         board = game.board()
         for move in game.mainline_moves():
-            fen = board.fen()
-            if fen not in seen:
-                mates = []
-                for candidate in board.legal_moves:
-                    board.push(candidate)
-                    if board.is_checkmate():
-                        mates.append(candidate.uci())
-                    board.pop()
-                if mates:
-                    seen[fen] = mates
+            if board.fen() not in seen:
+                seen.add(board.fen())
+                yield board
             board.push(move)
-    return list(seen.items())
+
+
+def moves_where(board: chess.Board, test: Callable[[chess.Board], bool]) -> list[str]:
+    """The legal moves (UCI) after which `test` holds of the position."""
+    found = []
+    for candidate in list(board.legal_moves):
+        board.push(candidate)
+        if test(board):
+            found.append(candidate.uci())
+        board.pop()
+    return found
+
+
+def mate_in_one_positions(game_files: list[Path]) -> list[tuple[str, list[str]]]:
+    """(FEN, mating moves in UCI) for every distinct position of the games whose side to move can mate in one."""
+    found = ((board.fen(), moves_where(board, chess.Board.is_checkmate)) for board in distinct_positions(game_files))
+    return [(fen, mates) for fen, mates in found if mates]
 
 
 def mate_threat_positions(game_files: list[Path]) -> list[tuple[str, list[str]]]:
     """(FEN, the moves that allow a mate in one, in UCI) for every distinct position of the games where some legal
     move allows one and some other does not."""
-    import chess
-    import chess.pgn
 
     def allows_mate(board: chess.Board) -> bool:
-        for reply in board.legal_moves:
-            board.push(reply)
-            mate = board.is_checkmate()
-            board.pop()
-            if mate:
-                return True
-        return False
+        return not board.is_game_over() and bool(moves_where(board, chess.Board.is_checkmate))
 
-    seen: dict[str, list[str]] = {}
-    for path in game_files:
-        with path.open() as f:
-            game = chess.pgn.read_game(f)
-        if game is None:
-            continue
-        board = game.board()
-        for move in game.mainline_moves():
-            fen = board.fen()
-            if fen not in seen:
-                blunders, legal = [], list(board.legal_moves)
-                for candidate in legal:
-                    board.push(candidate)
-                    if not board.is_game_over() and allows_mate(board):
-                        blunders.append(candidate.uci())
-                    board.pop()
-                if 0 < len(blunders) < len(legal):
-                    seen[fen] = blunders
-            board.push(move)
-    return list(seen.items())
+    out = []
+    for board in distinct_positions(game_files):
+        blunders = moves_where(board, allows_mate)
+        if 0 < len(blunders) < board.legal_moves.count():
+            out.append((board.fen(), blunders))
+    return out
 
 
 def read_positions(path: Path) -> list[tuple[str, list[str]]]:
