@@ -26,6 +26,7 @@ __all__ = [
     "add_dirichlet_noise",
     "apply_temperature",
     "gumbel_muzero_policy",
+    "gumbel_root_selection",
     "logits_from_probs",
     "mask_invalid_actions",
     "masked_argmax",
@@ -172,6 +173,17 @@ def planned_gumbel_root_action_selection(
     return masked_argmax(to_argmax, tree.root_invalid_actions)
 
 
+def gumbel_root_selection(num_simulations: int, max_num_considered_actions: int, qtransform: Any,
+                          plan: jax.Array | None = None) -> mctx.RootActionSelectionFn:
+    """The Gumbel root's selection rule: mctx's, its sequential-halving table built for `num_simulations`, or with
+    the table `plan` given (`planned_gumbel_root_action_selection`)."""
+    if plan is None:
+        return functools.partial(mctx.gumbel_muzero_root_action_selection, num_simulations=num_simulations,
+                                 max_num_considered_actions=max_num_considered_actions, qtransform=qtransform)
+    return functools.partial(planned_gumbel_root_action_selection, plan=plan,
+                             max_num_considered_actions=max_num_considered_actions, qtransform=qtransform)
+
+
 # ---------------------------------------------------------------- policies
 
 
@@ -284,12 +296,7 @@ def gumbel_muzero_policy(
     rng_key, gumbel_rng = jax.random.split(rng_key)
     gumbel = gumbel_scale * jax.random.gumbel(gumbel_rng, shape=root.prior_logits.shape, dtype=root.prior_logits.dtype)
 
-    if plan is None:
-        root_select = functools.partial(mctx.gumbel_muzero_root_action_selection, num_simulations=num_simulations,
-                                        max_num_considered_actions=max_num_considered_actions, qtransform=qtransform)
-    else:
-        root_select = functools.partial(planned_gumbel_root_action_selection, plan=plan,
-                                        max_num_considered_actions=max_num_considered_actions, qtransform=qtransform)
+    root_select = gumbel_root_selection(num_simulations, max_num_considered_actions, qtransform, plan)
     interior_select = functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform)
     search_tree = _search(params, rng_key, root, recurrent_fn, root_select, interior_select, num_simulations,
                           invalid_actions, max_depth, loop_fn, extension, root_gumbel=gumbel, simulations=simulations)

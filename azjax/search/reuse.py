@@ -57,10 +57,10 @@ from azjax.games import Game
 from azjax.search.core import backward
 from azjax.search.layout import node_moves, slot_of
 from azjax.search.policies import (
+    gumbel_root_selection,
     mask_invalid_actions,
     masked_argmax,
     noisy_root_logits,
-    planned_gumbel_root_action_selection,
     score_considered,
     visit_policy_output,
 )
@@ -346,12 +346,7 @@ def reused_gumbel_muzero_policy(
     kept = (size > 0) & (size + sims <= num_nodes)
     tree = _select_kept(kept, fresh, tree)
 
-    if plan is None:
-        root_select = functools.partial(mctx.gumbel_muzero_root_action_selection, num_simulations=num_simulations,
-                                        max_num_considered_actions=max_num_considered_actions, qtransform=qtransform)
-    else:
-        root_select = functools.partial(planned_gumbel_root_action_selection, plan=plan,
-                                        max_num_considered_actions=max_num_considered_actions, qtransform=qtransform)
+    root_select = gumbel_root_selection(num_simulations, max_num_considered_actions, qtransform, plan)
     interior_select = functools.partial(mctx.gumbel_muzero_interior_action_selection, qtransform=qtransform)
     search_tree = continue_search(params, rng_key, tree, first_free=jnp.where(kept, size, 1),
                                   num_simulations=sims, recurrent_fn=recurrent_fn, root_action_selection_fn=root_select,
