@@ -48,9 +48,10 @@ from azjax.methods.moves_left import MovesLeftTargets, MovesLeftValue
 from azjax.methods.odds_starts import OddsStarts
 from azjax.methods.playout_cap import PlayoutCapSearch
 from azjax.methods.random_openings import RandomOpenings
+from azjax.methods.score_utility import ScoreUtilityValue
 from azjax.methods.tdleaf import TDLeafTargets
 from azjax.methods.wdl import WinDrawLossValue
-from azjax.network import PolicyValueNet, with_moves_left
+from azjax.network import PolicyValueNet, with_auxiliary, with_moves_left
 from azjax.search import Evaluator, ParentAwareEvaluator, SearchSpec
 
 # ---------------------------------------------------------------- games
@@ -159,17 +160,23 @@ def value_head(config: Config, like: Config | None = None) -> ValueHead:
     """How network outputs become a value. AlphaZero: tanh. SAI (`value_head="sai"`): the winrate 2 rho(0) - 1
     of the player to move, or with `sensible_lambda` > 0 the sensible agent. Leela Chess Zero (`value_head="wdl"`):
     P(win) - P(loss) of a win/draw/loss head. With Lc0's moves-left head (`moves_left_loss_weight` > 0) the
-    search's values of tanh or win/draw/loss are adjusted for the plies each line is expected to last.
+    search's values of tanh or win/draw/loss are adjusted for the plies each line is expected to last. With
+    KataGo's score utility (`score_utility_factor` > 0) the search's values add a bonus for the predicted score lead.
 
     `like` (here and in the seam builders below): the config whose switches pick the components, `config`
     the one whose values fill them; they differ in a sweep, where values ride a traced run axis."""
     like = like or config
+    value: ValueHead
     if like.value_head == "sai":
-        return sai.SigmoidKomiValue(sensible_lambda=config.sensible_lambda, sensible=like.sensible_lambda > 0)
-    value: ValueHead = WinDrawLossValue() if like.value_head == "wdl" else TanhValue()
+        value = sai.SigmoidKomiValue(sensible_lambda=config.sensible_lambda, sensible=like.sensible_lambda > 0)
+    else:
+        value = WinDrawLossValue() if like.value_head == "wdl" else TanhValue()
     if like.moves_left_loss_weight > 0:
         value = MovesLeftValue(inner=value, moves_left_apply=with_moves_left, slope=config.moves_left_slope,
                                max_effect=config.moves_left_max_effect)
+    if like.score_utility_factor > 0:
+        value = ScoreUtilityValue(inner=value, score_apply=with_auxiliary("score"),
+                                  factor=config.score_utility_factor, scale=config.score_utility_scale)
     return value
 
 

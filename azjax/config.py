@@ -122,6 +122,12 @@ class Config:
     # 0 = off (AlphaZero: no extra heads). A config.json without them is a model saved before they existed (off).
     ownership_loss_weight: float = 0.0
     score_loss_weight: float = 0.0
+    # KataGo's score utility (azjax.methods.score_utility, docs/methods.md section 15): the search adds a bonus for
+    # the score lead the score head predicts relative to the root's, so a side far behind or ahead still plays for
+    # points: the bonus's weight (KataGo's match play: 0.3) and its scale in units of sqrt(board area) (0.75);
+    # needs the score head (score_loss_weight > 0); factor 0 = off (AlphaZero: the value head alone).
+    score_utility_factor: float = 0.0
+    score_utility_scale: float = 0.75
     # Leela Chess Zero's moves-left head (azjax.methods.moves_left): a head learns the plies each position's game
     # went on for, its Huber loss weighted by this (recommended 0.1); 0 = off (AlphaZero: no head). The search
     # then prefers shorter lines when winning and longer ones when losing: lc0's slope (value a ply) and its cap,
@@ -293,6 +299,12 @@ class Config:
                 raise ValueError(f"{name} (KataGo's ownership and score targets) applies to Go only, not {self.game!r}")
             if getattr(self, name) > 0 and self.legacy_heads:
                 raise ValueError(f"{name} needs the normalised heads (legacy_heads=False)")
+        if not 0 <= self.score_utility_factor <= 1:
+            raise ValueError(f"score_utility_factor must be in [0, 1] (0 = off), got {self.score_utility_factor}")
+        if self.score_utility_scale <= 0:
+            raise ValueError(f"score_utility_scale must be > 0, got {self.score_utility_scale}")
+        if self.score_utility_factor > 0 and self.score_loss_weight <= 0:
+            raise ValueError("score_utility_factor needs KataGo's score head (score_loss_weight > 0)")
         if self.moves_left_loss_weight < 0:
             raise ValueError(f"moves_left_loss_weight must be >= 0 (0 = off), got {self.moves_left_loss_weight}")
         if self.moves_left_slope < 0:
@@ -415,6 +427,8 @@ METHODS: tuple[Method, ...] = (
            lambda c: c.full_search_prob != 1.0 or c.forced_playouts_k != 0.0),
     Method("KataGo's ownership and score targets", 7, ("ownership_loss_weight", "score_loss_weight"),
            lambda c: c.ownership_loss_weight != 0.0 or c.score_loss_weight != 0.0),
+    Method("KataGo's score utility", 15, ("score_utility_factor", "score_utility_scale"),
+           _set("score_utility_factor")),
     Method("random openings", 8, ("random_opening_plies",), _set("random_opening_plies")),
     Method("KataGo's global pooling", 9, ("global_pooling",), _set("global_pooling")),
     Method("Lc0's win/draw/loss head", 10, (), lambda c: c.value_head == "wdl"),  # value_head: listed under SAI

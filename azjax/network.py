@@ -22,6 +22,7 @@ thread through the loop or to keep in sync across devices.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import flax.linen as nn
@@ -340,15 +341,22 @@ def head_health(intermediates: Any) -> dict[str, jax.Array]:
     return found
 
 
-def with_moves_left(apply_fn: Any) -> Any:
-    """(params, observation [B, ...]) -> (`apply_fn`'s outputs, the moves-left head's plies [B]), from one apply of
-    a network with `moves_left_head`."""
+def with_auxiliary(name: str) -> Callable[[Any], Any]:
+    """apply_fn -> (params, observation [B, ...]) -> (`apply_fn`'s outputs, the auxiliary output `name` [B, ...]),
+    from one apply of a network with that head: "moves_left" (`moves_left_head`), "score" or "ownership_logit"
+    (`aux_heads`)."""
 
-    def apply(params: Any, observation: jax.Array) -> tuple[tuple[jax.Array, ...], jax.Array]:
-        outputs, variables = apply_fn(params, observation, mutable=[AUXILIARY])
-        return outputs, auxiliary_outputs(variables)["moves_left"]
+    def wrap(apply_fn: Any) -> Any:
+        def apply(params: Any, observation: jax.Array) -> tuple[tuple[jax.Array, ...], jax.Array]:
+            outputs, variables = apply_fn(params, observation, mutable=[AUXILIARY])
+            return outputs, auxiliary_outputs(variables)[name]
 
-    return apply
+        return apply
+
+    return wrap
+
+
+with_moves_left = with_auxiliary("moves_left")
 
 
 def auxiliary_outputs(variables: Any) -> dict[str, jax.Array]:

@@ -433,6 +433,10 @@ def build_parser() -> argparse.ArgumentParser:
             p.add_argument("--sensible_lambda", type=unit_float, default=None,
                            help="SAI networks: SAI's sensible agent, lambda in [0, 1] (0: the plain winrate; 0.5 "
                                 "keeps playing for points when far behind or ahead; docs/methods.md section 2)")
+            p.add_argument("--score_utility_factor", type=unit_float, default=None,
+                           help="networks with a score head: KataGo's score utility, the weight in [0, 1] of a bonus "
+                                "for the predicted score lead in the search (0.3: KataGo's; 0: off; docs/methods.md "
+                                "section 15)")
         p.set_defaults(func=cmd_gtp if name == "gtp" else cmd_uci)
 
     from azjax.cli.analyze import add_arguments as analyze_arguments

@@ -159,14 +159,16 @@ def exit_status(load: EngineLoad, process: bool) -> int:
 
 def start_engine(args: argparse.Namespace, command: str, err: TextIO | None = None) -> EngineLoad:
     """The engine of `azjax gtp` / `azjax uci` (`args`: checkpoint, visits, n_scl, search, seed, tree_reuse; GTP also
-    sensible_lambda), loading in the background. Reads the checkpoint's config first: a missing or invalid config,
-    or an override it refuses, raises ValueError here."""
+    sensible_lambda and score_utility_factor), loading in the background. Reads the checkpoint's config first: a
+    missing or invalid config, or an override it refuses, raises ValueError here."""
     from azjax.checkpoint import load_config
 
     config = load_config(args.checkpoint)
     config_overrides: dict[str, float] = {}
-    if getattr(args, "sensible_lambda", None) is not None:  # refused here, in one line, for a non-SAI network
-        config_overrides["sensible_lambda"] = args.sensible_lambda
+    for name in ("sensible_lambda", "score_utility_factor"):  # refused here, in one line, for a network without
+        if getattr(args, name, None) is not None:          # the heads they read
+            config_overrides[name] = getattr(args, name)
+    if config_overrides:
         config = config.replace(**config_overrides)
     n_scl = config.n_scl if args.n_scl is None else args.n_scl  # --n_scl overrides the config's; 0: off
     tree_reuse = bool(getattr(args, "tree_reuse", True))
