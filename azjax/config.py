@@ -624,6 +624,19 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                     replay_size=524288, min_replay_size=4096, batch_size=256, sgd_steps_per_step=4,
                     num_steps=1900, lr_end_fraction=0.02, swa_decay=0.99, temperature_moves=12, eval_every=0,
                     checkpoint_every=100, branch_prob=0.025, max_branches=3, start_queue_size=1024),
+        # From scratch in one GPU loan (at most 9 minutes of an H200 with the compile; scripts/gpu_loan.sh's
+        # `loan_go_9x9` item), graded on the CPU against GNU Go. The CPU's two-hour model trained on 1.57M 9x9
+        # positions played at 16 simulations by a 3x32 network, each trained on once (`sai` above, after 55 minutes
+        # of 7x7; results/go_9x9/sai_pooled_from_7x7/metrics.csv). Here the same recipe with a 6x64 network, twice
+        # the simulations and 2048 games in flight: 32,768 positions a loop step, trained on once (32 SGD steps of
+        # 1024). The learning rate is held and the weights averaged, so a run the clock cuts short has trained on
+        # the schedule of one that finishes. How many steps a loan gives is not measured yet.
+        "loan": dict(value_head="sai", global_pooling=True, ownership_loss_weight=1.5, score_loss_weight=0.1,
+                     num_blocks=6, num_channels=64, num_simulations=32, num_envs=2048, moves_per_step=16,
+                     replay_size=2_097_152, min_replay_size=65536, batch_size=1024, sgd_steps_per_step=32,
+                     num_steps=400, lr_end_fraction=1.0, swa_decay=0.99, temperature_moves=12, eval_every=0,
+                     checkpoint_every=50, branch_prob=0.025, max_branches=3, start_queue_size=8192,
+                     compute_dtype="bfloat16"),
     },
     "chess": {
         # Self-play games still running after 160 plies are adjudicated by material (3 pawns or more wins):

@@ -10,6 +10,7 @@
 #                  which azjax sets itself since the third loan: give other flags to try them; the bench_ and train_
 #                  items run with azjax's default, AZJAX_GPU_GRAPHS=0 before the command runs them without)
 #   train_GAME:S   GAME's `full` preset trained for S minus 90 seconds, then exported (params come back apart)
+#   loan_GAME:S    the same with GAME's `loan` preset (go_9x9: from scratch in one loan, graded on the CPU)
 #   plan_GAME:S    `azjax plan --preset full --compile` (XLA's memory analysis and the compile time)
 #   sai_7x7:S      scripts/sai_7x7.py at the go_7x7 `sai_full` preset (SAI's 3x128 network, 64 simulations) for S
 #                  minus 90 seconds: its estimate's JSON and plot, and the exported model (params come back apart)
@@ -49,10 +50,13 @@ for item in "$@"; do
   xla_*)   XLA_FLAGS="${LOAN_XLA_FLAGS:---xla_gpu_enable_command_buffer=FUSION,CUBLAS,CUBLASLT,CUSTOM_CALL,CUDNN,CONDITIONAL,WHILE}" \
              timeout "$limit" azjax bench --preset full --game "$game" --n_scl 0 --rounds 2 --skip_plain \
              --out "$G/bench_full_${game}_xla.json" ;;
-  train_*) timeout "$limit" azjax train --game "$game" --preset full --minutes "$minutes" \
-             --log_every 1 --run_dir "runs/gpu_loan_$game" --no-progress \
-           && azjax export "runs/gpu_loan_$game" "$G/$game" && cp "runs/gpu_loan_$game/metrics.csv" "$G/$game/" \
-           && mv "$G/$game/params.msgpack" "$RET/params_$game.msgpack" ;;
+  train_*|loan_*)  # train_: the `full` preset; loan_: the `loan` preset (sized for one loan)
+           preset=full; [ "${name%%_*}" = loan ] && preset=loan
+           model="${game}_$preset"
+           timeout "$limit" azjax train --game "$game" --preset "$preset" --minutes "$minutes" \
+             --log_every 1 --run_dir "runs/gpu_loan_$model" --no-progress \
+           && azjax export "runs/gpu_loan_$model" "$G/$model" && cp "runs/gpu_loan_$model/metrics.csv" "$G/$model/" \
+           && mv "$G/$model/params.msgpack" "$RET/params_$model.msgpack" ;;
   sai_7x7) timeout "$limit" python3 scripts/sai_7x7.py --preset sai_full --run_dir runs/gpu_loan_sai_7x7 \
              --minutes "$minutes" --out "$G/sai_7x7_gpu.json" \
              --plot "$G/sai_7x7_gpu.png" --model_dir "$G/go_7x7_sai_gpu" \
@@ -60,7 +64,7 @@ for item in "$@"; do
   plan_*)  timeout "$limit" azjax plan --game "$game" --preset full --compile --out "$G/plan_$game.json" ;;
   sweep)   timeout "$limit" python3 scripts/bench_sweep.py --seeds 8 --steps 10 --sequential_runs 1 --other_steps 0 \
              --out "$G/bench_sweep.json" ;;
-  *) echo "gpu_loan.sh: unknown item $name (bench_GAME, xla_GAME, train_GAME, plan_GAME, sai_7x7, sweep)" >&2 ;;
+  *) echo "gpu_loan.sh: unknown item $name (bench_GAME, xla_GAME, train_GAME, loan_GAME, plan_GAME, sai_7x7, sweep)" >&2 ;;
   esac 2>&1 | grep -v cuda_timer | tee "$G/$name.log"
   echo "$name: exit ${PIPESTATUS[0]} after $(( $(date +%s) - start )) s" | tee -a "$G/items.log"
 done

@@ -232,6 +232,16 @@ def test_the_9x9_sai_preset_is_the_committed_9x9_models_recipe_but_its_warm_star
         assert getattr(preset("go_9x9", "sai"), name) == getattr(seven, name), name
 
 
+def test_the_9x9_loan_preset_is_the_sai_recipe_at_a_gpus_size_with_the_same_replay_ratio():
+    cpu, loan = preset("go_9x9", "sai"), preset("go_9x9", "loan")
+    assert loan.init_from == "" and loan.replay_ratio == cpu.replay_ratio == 1.0
+    assert loan.num_blocks * loan.num_channels ** 2 > 4 * cpu.num_blocks * cpu.num_channels ** 2  # a bigger network
+    assert loan.num_simulations > cpu.num_simulations and loan.lr_end_fraction == 1.0  # a cut run: the same schedule
+    methods = ("value_head", "global_pooling", "ownership_loss_weight", "score_loss_weight", "branch_prob",
+               "max_branches", "swa_decay", "temperature_moves")
+    assert all(getattr(loan, name) == getattr(cpu, name) for name in methods)
+
+
 def test_the_chess_hour_preset_is_the_committed_chess_models_recipe():
     """`scripts/chess_hour.sh` with its defaults trains what results/models/chess_hour was trained with."""
     repo = Path(__file__).resolve().parents[1]

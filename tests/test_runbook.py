@@ -47,12 +47,13 @@ def test_the_runbook_refuses_an_unknown_phase_in_one_line() -> None:
 def test_a_gpu_loan_cuts_an_item_at_its_limit_and_still_packs_what_came_back(tmp_path: Path) -> None:
     # A lent GPU's command dies at its limit with nothing returned; the loan script's items end by themselves.
     env = {**os.environ, "OUT": str(tmp_path), "AZJAX_CPU_DEVICES": "1"}
-    loan_items = ["plan_connect_four:2", "sai_7x7:2", "benhc:5"]
+    loan_items = ["plan_connect_four:2", "sai_7x7:2", "loan_go_9x9:2", "benhc:5"]
     proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_loan.sh"), *loan_items], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     subprocess.run(["tar", "xzf", str(tmp_path / "gpu_loan.tgz"), "-C", str(tmp_path)], check=True)
     items = (tmp_path / "gpu_loan" / "items.log").read_text()
     assert "plan_connect_four: exit 124" in items  # timeout's status: cut at 2 s
-    assert "sai_7x7: exit" in items and "unknown item" not in (tmp_path / "gpu_loan" / "sai_7x7.log").read_text()
+    for item in ("sai_7x7", "loan_go_9x9"):
+        assert f"{item}: exit" in items and "unknown item" not in (tmp_path / "gpu_loan" / f"{item}.log").read_text()
     assert "unknown item benhc" in (tmp_path / "gpu_loan" / "benhc.log").read_text()

@@ -78,7 +78,7 @@ def test_the_plan_says_which_common_devices_it_fits() -> None:
     assert "T4 16 GB (Colab)             no" in render(huge)
 
 
-GPU_PRESETS = [(game, "full") for game in sorted(PRESETS)] + [("go_7x7", "sai_full")]
+GPU_PRESETS = [(game, "full") for game in sorted(PRESETS)] + [("go_7x7", "sai_full"), ("go_9x9", "loan")]
 
 
 @pytest.mark.slow
