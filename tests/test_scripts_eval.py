@@ -18,7 +18,7 @@ from outside_programs import open_spiel
 from azjax.build import game_named as base_game
 from azjax.build import init_params, make_network
 from azjax.checkpoint import load_config, load_params
-from azjax.engines.records import chess_pgn, read_collection, write_collection
+from azjax.engines.records import chess_pgn, game_record, read_collection, write_collection
 from azjax.games import make_game
 from azjax.play.agents import Agent, policy_agent, random_agent
 from azjax.play.benchmarks import PONS_SETS, agent_moves, grade_agent, grade_moves, load_pons, value_by_result
@@ -585,6 +585,35 @@ def test_the_mate_probe_finds_each_position_with_a_mate_in_one_and_its_mating_mo
     assert probe.main(["--games", *map(str, collections), "--write_positions", str(out)]) == 0
     assert probe.read_positions(out) == positions
     assert f"# from 2 games of {collections[0]} {collections[1]}" in out.read_text()
+
+
+def test_pack_games_packs_an_arenas_single_records_into_the_collection_the_arena_writes_now(tmp_path):
+    pack = load_script("pack_games")
+    plays = {"go_9x9": (["D4", "E5", "pass", "pass"], "B+3.5", ".sgf"), "chess": (["e2e4", "e7e5"], "*", ".pgn"),
+             "connect_four": (["4", "4", "3"], "*", ".txt")}
+    expected = {}
+    for name, (moves, result, suffix) in plays.items():
+        (tmp_path / name / "games").mkdir(parents=True)
+        expected[name] = []
+        for k in range(2):  # as the arena wrote its games before: one file a game, its name the game's id
+            game_id = f"00_a_vs_b_{k:04d}"
+            first, second = ("a", "b") if k == 0 else ("b", "a")
+            single = game_record(make_game(name), moves, first=first, second=second, result=result, komi=7.5)
+            path = tmp_path / name / "games" / f"{game_id}{suffix}"
+            path.write_bytes(single if isinstance(single, bytes) else single.encode())
+            expected[name].append(game_record(make_game(name), moves, first=first, second=second, result=result,
+                                              komi=7.5, game_id=game_id))
+    assert pack.main([str(tmp_path)]) == 0
+    for name, (_, _, suffix) in plays.items():
+        assert [g["record"] for g in read_collection(tmp_path / name / f"games{suffix}")] == expected[name]
+        assert sorted(p.name for p in (tmp_path / name).iterdir()) == [f"games{suffix}"]  # games/ is gone
+    mixed = tmp_path / "mixed" / "games"
+    mixed.mkdir(parents=True)
+    (mixed / "00_a_vs_b_0000.txt").write_text(expected["connect_four"][0])
+    (mixed / "notes.md").write_text("the user's own file\n")
+    with pytest.raises(SystemExit, match="files that are not arena game records: \\['notes.md'\\]"):
+        pack.main([str(tmp_path / "mixed")])
+    assert sorted(p.name for p in mixed.iterdir()) == ["00_a_vs_b_0000.txt", "notes.md"]  # nothing was packed
 
 
 @pytest.mark.slow
