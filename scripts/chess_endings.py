@@ -6,8 +6,8 @@ repetition far ahead has learnt material but not to convert it.
     python scripts/chess_endings.py results/chess_hour/wdl_random_openings/arena \\
         --out results/chess_hour/wdl_random_openings/arena/endings.json
 
-Reads the PGNs `azjax arena` saves under `ARENA/games/` (files `NN_A_vs_B_GGGG.pgn`, the pairing index first) and the
-pairing names from `ARENA/results.json`.
+Reads the games `azjax arena` saves in `ARENA/games.pgn` (each named `NN_A_vs_B_GGGG`, the pairing index first) and
+the pairing names from `ARENA/results.json`.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import chess
-import chess.pgn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -32,20 +31,15 @@ def material_lead(board: chess.Board, colour: chess.Color) -> int:
     return sum(PIECE_VALUES.get(p.piece_type, 0) * (1 if p.color == colour else -1) for p in board.piece_map().values())
 
 
-def ending(path: Path, first_agent: str) -> dict[str, Any]:
-    """One game's ending: how it ended, its result for the first agent (win, draw, loss) and that agent's material
-    lead at the end."""
-    with path.open() as f:
-        game = chess.pgn.read_game(f)
-    if game is None:
-        raise SystemExit(f"{path}: not a PGN game")
-    board = game.board()
-    for move in game.mainline_moves():
-        board.push(move)
+def ending(game: dict[str, Any], first_agent: str) -> dict[str, Any]:
+    """One game's ending (a game of `read_collection`): how it ended, its result for the first agent (win, draw, loss)
+    and that agent's material lead at the end."""
+    board = chess.Board(game["fen"])
+    for move in game["moves"]:
+        board.push_uci(move)
     outcome = board.outcome(claim_draw=True)
-    white = game.headers.get("White", "")
-    colour = chess.WHITE if white == first_agent else chess.BLACK
-    result = game.headers.get("Result", "*")
+    colour = chess.WHITE if game["white"] == first_agent else chess.BLACK
+    result = game["result"]
     white_score = {"1-0": "win", "0-1": "loss", "1/2-1/2": "draw"}.get(result, "unfinished")
     score = white_score if colour == chess.WHITE else {"win": "loss", "loss": "win"}.get(white_score, white_score)
     return dict(termination=outcome.termination.name.lower() if outcome else "ply_cap",
@@ -56,12 +50,22 @@ def ending(path: Path, first_agent: str) -> dict[str, Any]:
 def summarise(arena: Path) -> list[dict[str, Any]]:
     import json
 
+    from azjax.engines.records import ARENA_GAME_ID, read_collection
+
     results = json.loads((arena / "results.json").read_text())
+    try:
+        collection = read_collection(arena / "games.pgn")
+    except (OSError, ValueError) as e:
+        raise SystemExit(str(e)) from None
+    by_pairing = collections.defaultdict(list)
+    for game in collection:
+        name = ARENA_GAME_ID.fullmatch(game["id"])
+        by_pairing[int(name.group(1)) if name else -1].append(game)
     rows = []
     for index, pairing in enumerate(results["pairings"]):
-        games = [ending(p, pairing["name_a"]) for p in sorted((arena / "games").glob(f"{index:02d}_*.pgn"))]
+        games = [ending(g, pairing["name_a"]) for g in by_pairing[index]]
         if not games:
-            raise SystemExit(f"{arena}/games holds no game of pairing {index} ({pairing['name_a']} vs "
+            raise SystemExit(f"{arena}/games.pgn holds no game of pairing {index} ({pairing['name_a']} vs "
                              f"{pairing['name_b']})")
         leads = [g["first_agent_material_lead"] for g in games]
         endings = collections.Counter(f"{g['termination']} {g['result']}" for g in games)

@@ -5,7 +5,7 @@
 # (40); 2 random opening plies, colours alternating, chess's own rules (no adjudication). Then how the games ended.
 #   bash scripts/chess_grade.sh MODEL OUT_DIR [GAMES_SCALE]
 # GAMES_SCALE (default 1) divides every row's games, for a quick look (a scale of 4: 25 / 10 / 10 / 10).
-# Writes OUT_DIR/{results.json,games/,endings.json,command.txt}.
+# Writes OUT_DIR/{results.json,games.pgn,endings.json,command.txt}.
 {  # one block: bash reads it whole before running it, so an edit to this file cannot change a run
 set -euo pipefail
 cd "$(dirname "$0")/.."

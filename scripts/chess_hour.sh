@@ -7,7 +7,7 @@
 # player and Stockfish at UCI_Elo 1350 (40 games each, 2 random opening plies, colours alternating), and reads
 # its values a queen up and a queen down (results/arena/chess/material_positions.txt). Writes:
 #   $OUT/{config.json,metrics.csv,curves.png,train_log.txt,command.txt}, $OUT/model/ (the exported network)
-#   $OUT/arena/{results.json,games/,endings.json}, $OUT/material_values.jsonl
+#   $OUT/arena/{results.json,games.pgn,endings.json}, $OUT/material_values.jsonl
 # Arguments are passed on to `azjax train` (a variant: `OUT=... bash scripts/chess_hour.sh --n_scl 5`).
 {  # one block: bash reads it whole before running it, so an edit to this file cannot change a run
 set -euo pipefail

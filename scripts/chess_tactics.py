@@ -8,7 +8,7 @@ search plays it; and, from arena games against random play, how often the model 
 The solving moves are python-chess's: the mates in one where there are any, else the captures of the most
 valuable piece (`results/arena/chess/tactics_positions.txt`: one FEN a line, `#` lines are comments; the comment
 above a FEN names it). `--games ARENA` (one per model, in order; `-` for none) reads the games of `azjax arena`'s
-pairing against `random` (`ARENA/results.json`, `ARENA/games/*_vs_random_*.pgn`).
+pairing against `random` (`ARENA/results.json`, the games `NN_A_vs_random_GGGG` of `ARENA/games.pgn`).
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import chess
-import chess.pgn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -86,27 +85,28 @@ def probe(engine: Any, positions: list[tuple[str, str]]) -> dict[str, Any]:
 
 
 def mates_missed(arena: Path) -> dict[str, int]:
-    """Over the model's games against random play in `arena/games` (the model: the other player of the pairing
+    """Over the model's games against random play in `arena/games.pgn` (the model: the other player of the pairing
     with `random` in `arena/results.json`): its moves with a mate in one on the board, and how many of those
     mated."""
+    from azjax.engines.records import ARENA_GAME_ID, read_collection
+
     pairings = json.loads((arena / "results.json").read_text())["pairings"]
     model = next(p["name_a"] for p in pairings if p["name_b"] == "random")
     available = played = games = 0
-    for path in sorted((arena / "games").glob("*_vs_random_*.pgn")):
-        with path.open() as f:
-            game = chess.pgn.read_game(f)
-        if game is None or model not in (game.headers.get("White"), game.headers.get("Black")):
+    for game in read_collection(arena / "games.pgn"):
+        name = ARENA_GAME_ID.fullmatch(game["id"])
+        if not name or name.group(3) != "random" or model not in (game["white"], game["black"]):
             continue
         games += 1
-        model_white = game.headers.get("White") == model
-        board = game.board()
-        for move in game.mainline_moves():
+        model_white = game["white"] == model
+        board = chess.Board(game["fen"])
+        for move in game["moves"]:
             if board.turn == (chess.WHITE if model_white else chess.BLACK):
                 mates = mates_in_one(board)
                 if mates:
                     available += 1
-                    played += move.uci() in mates
-            board.push(move)
+                    played += move in mates
+            board.push_uci(move)
     return dict(games=games, moves_with_a_mate_in_one=available, mates_in_one_played=played)
 
 
@@ -136,7 +136,10 @@ def main(argv: list[str] | None = None) -> int:
                      **probe(engine, positions))
         if args.games and args.games[k] != "-":
             entry["arena"] = args.games[k]
-            entry["against_random"] = mates_missed(Path(args.games[k]))
+            try:
+                entry["against_random"] = mates_missed(Path(args.games[k]))
+            except (OSError, ValueError) as e:  # no games.pgn, or a corrupt one
+                p.error(str(e))
         models.append(entry)
         print(f"{model}: mean prior on the solving move {entry['mean_solving_prior']:.3f} (uniform "
               f"{entry['mean_uniform_prior']:.3f}), ranked first by the policy in {entry['policy_ranks_solving_first']}"

@@ -7,7 +7,7 @@
 # at each komi of $KOMIS.
 # Writes:
 #   $OUT/{config.json,metrics.csv,curves.png,train_log.txt,command.txt}, $OUT/model/ (the exported network)
-#   $OUT/arena_komi<K>/{results.json,games/}
+#   $OUT/arena_komi<K>/{results.json,games.sgf}
 # Arguments are passed on to `azjax train` (e.g. `--ownership_loss_weight 1.5 --score_loss_weight 0.1`, or
 # `--init_from results/models/go_7x7_...` for a warm start whose own training time must be counted too).
 #   GAME=go_9x9 PRESET=quick MINUTES=150 OUT=results/go_9x9/katago_aux bash scripts/go_from_scratch.sh --ownership_loss_weight 1.5

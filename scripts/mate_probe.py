@@ -1,21 +1,22 @@
 """Does a chess model's search play a mate in one when it has one, and does it walk into one?
 
-    python scripts/mate_probe.py --games results/arena/chess/games --write_positions \
+    python scripts/mate_probe.py --games results/arena/chess/games.pgn --write_positions \
         results/arena/chess/mate_in_one_positions.txt                            # once: the probe's positions
     python scripts/mate_probe.py --checkpoint results/models/chess_hour --visits 64 [--considered 64] \
         [--c_scale 1.0] --out results/chess_hour/mate_in_one.json                # a model's search on them
 
-    python scripts/mate_probe.py --games results/arena/chess/games --write_threats \
+    python scripts/mate_probe.py --games results/arena/chess/games.pgn --write_threats \
         results/arena/chess/mate_threat_positions.txt                           # once: positions with a blunder
     python scripts/mate_probe.py --kind threats --positions results/arena/chess/mate_threat_positions.txt \
         --checkpoint MODEL --visits 64 [--certainty expanded] --out FILE.json    # how often it walks into a mate
 
-The positions come from recorded games: every position (once each) where the side to move can mate in one. The
-probe searches each with `azjax analyze` and reports the share where the chosen move mates (`mates_played`), the
-share where the search visited a mating move at all (`mates_visited`), and the median prior of the best-rated
-mating move. A network whose games end in fifty-move draws a queen or two ahead plays few of them: with Gumbel's
-root, a move outside the `--considered` moves of highest prior is never searched, and a searched mate still loses
-the final choice to a move of much higher prior when `--c_scale` is small (docs/methods.md section 1).
+The positions come from recorded games (arenas' `games.pgn` collections): every position (once each) where the side
+to move can mate in one. The probe searches each with `azjax analyze` and reports the share where the chosen move
+mates (`mates_played`), the share where the search visited a mating move at all (`mates_visited`), and the median
+prior of the best-rated mating move. A network whose games end in fifty-move draws a queen or two ahead plays few of
+them: with Gumbel's root, a move outside the `--considered` moves of highest prior is never searched, and a searched
+mate still loses the final choice to a move of much higher prior when `--c_scale` is small (docs/methods.md
+section 1).
 
 `--kind threats` asks the converse on every distinct position of the games where some legal move lets the opponent
 mate in one and some other does not: the share where the searched move is such a blunder (`blunders_played`). lc0's
@@ -38,22 +39,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from material_probe import analyze_positions  # noqa: E402  (scripts/material_probe.py)
 
 
-def distinct_positions(game_files: list[Path]) -> Iterator[chess.Board]:
-    """Every distinct position (by FEN) of the games' main lines, once each, before its move is played."""
-    import chess.pgn
+def distinct_positions(collections: list[Path]) -> Iterator[chess.Board]:
+    """Every distinct position (by FEN) of the games of the PGN collections, in their order, once each, before its
+    move is played."""
+    from azjax.engines.records import read_collection
 
     seen: set[str] = set()
-    for path in game_files:
-        with path.open() as f:
-            game = chess.pgn.read_game(f)
-        if game is None:
-            continue
-        board = game.board()
-        for move in game.mainline_moves():
-            if board.fen() not in seen:
-                seen.add(board.fen())
-                yield board
-            board.push(move)
+    for path in collections:
+        for game in read_collection(path):
+            board = chess.Board(game["fen"])
+            for move in game["moves"]:
+                if board.fen() not in seen:
+                    seen.add(board.fen())
+                    yield board
+                board.push_uci(move)
 
 
 def moves_where(board: chess.Board, test: Callable[[chess.Board], bool]) -> list[str]:
@@ -67,13 +66,13 @@ def moves_where(board: chess.Board, test: Callable[[chess.Board], bool]) -> list
     return found
 
 
-def mate_in_one_positions(game_files: list[Path]) -> list[tuple[str, list[str]]]:
+def mate_in_one_positions(collections: list[Path]) -> list[tuple[str, list[str]]]:
     """(FEN, mating moves in UCI) for every distinct position of the games whose side to move can mate in one."""
-    found = ((board.fen(), moves_where(board, chess.Board.is_checkmate)) for board in distinct_positions(game_files))
+    found = ((board.fen(), moves_where(board, chess.Board.is_checkmate)) for board in distinct_positions(collections))
     return [(fen, mates) for fen, mates in found if mates]
 
 
-def mate_threat_positions(game_files: list[Path]) -> list[tuple[str, list[str]]]:
+def mate_threat_positions(collections: list[Path]) -> list[tuple[str, list[str]]]:
     """(FEN, the moves that allow a mate in one, in UCI) for every distinct position of the games where some legal
     move allows one and some other does not."""
 
@@ -81,7 +80,7 @@ def mate_threat_positions(game_files: list[Path]) -> list[tuple[str, list[str]]]
         return not board.is_game_over() and bool(moves_where(board, chess.Board.is_checkmate))
 
     out = []
-    for board in distinct_positions(game_files):
+    for board in distinct_positions(collections):
         blunders = moves_where(board, allows_mate)
         if 0 < len(blunders) < board.legal_moves.count():
             out.append((board.fen(), blunders))
@@ -100,9 +99,10 @@ def read_positions(path: Path) -> list[tuple[str, list[str]]]:
 
 def main(argv: list[str] | None = None) -> int:
     from azjax.checkpoint import script_command, write_json
+    from azjax.engines.records import read_collection
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--games", nargs="+", help="folders of PGN game records to draw positions from")
+    p.add_argument("--games", nargs="+", help="PGN game collections (an arena's games.pgn) to draw positions from")
     p.add_argument("--write_positions", help="write the positions drawn from --games here and stop")
     p.add_argument("--write_threats", help="write the positions with a move that allows a mate in one here and stop")
     p.add_argument("--kind", choices=["mates", "threats"], default="mates",
@@ -121,15 +121,19 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_positions or args.write_threats:
         if not args.games:
             p.error("--write_positions and --write_threats need --games")
-        files = sorted(f for folder in args.games for f in Path(folder).glob("*.pgn"))
-        if args.write_positions:
-            out, positions, what = args.write_positions, mate_in_one_positions(files), "can mate in one, with the " \
-                "mating moves"
-        else:
-            out, positions, what = args.write_threats, mate_threat_positions(files), "has a move that allows a mate " \
-                "in one and one that does not, with the moves that allow one"
+        files = [Path(f) for f in args.games]
+        try:
+            games = sum(len(read_collection(f)) for f in files)
+            if args.write_positions:
+                out, positions, what = args.write_positions, mate_in_one_positions(files), "can mate in one, with " \
+                    "the mating moves"
+            else:
+                out, positions, what = args.write_threats, mate_threat_positions(files), "has a move that allows a " \
+                    "mate in one and one that does not, with the moves that allow one"
+        except (OSError, ValueError) as e:  # a missing or corrupt collection
+            p.error(str(e))
         header = (f"# positions whose side to move {what}: "
-                  f"{script_command(__file__, argv)}\n# from {len(files)} games of {' '.join(args.games)}\n")
+                  f"{script_command(__file__, argv)}\n# from {games} games of {' '.join(args.games)}\n")
         Path(out).write_text(header + "".join(f"{fen} ; {' '.join(m)}\n" for fen, m in positions))
         print(f"{len(positions)} positions -> {out}")
         return 0

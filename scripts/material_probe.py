@@ -1,16 +1,16 @@
 """Does a chess network value material in the middle of a game, not only a queen missing from the start position?
 
-    python scripts/material_probe.py --games results/arena/chess/games --write_positions \
+    python scripts/material_probe.py --games results/arena/chess/games.pgn --write_positions \
         results/arena/chess/material_midgame_positions.txt                       # once: the probe's positions
     python scripts/material_probe.py --checkpoint results/models/chess_hour --visits 64 \
         --out results/chess_hour/adjudicate_scale/material_midgame.json          # a model's values on them
 
-The positions come from recorded games: in each game, the first position between plies `--min_ply` and
-`--max_ply` where both sides still have their queen and equal material and the side to move is not in check.
-Each gives a pair: the same position without the opponent's queen (the mover a queen up) and without the
-mover's own queen (a queen down), kept when both are legal. The probe's figure is the mean, over pairs, of the
-searched value a queen up minus the value a queen down, both for the player to move (`azjax analyze`'s
-"value"); 2 is a network certain of the result, 0 one blind to a queen. The issue's start-position probe
+The positions come from recorded games (an arena's `games.pgn` collection): in each game, the first position between
+plies `--min_ply` and `--max_ply` where both sides still have their queen and equal material and the side to move is
+not in check. Each gives a pair: the same position without the opponent's queen (the mover a queen up) and without
+the mover's own queen (a queen down), kept when both are legal. The probe's figure is the mean, over pairs, of the
+searched value a queen up minus the value a queen down, both for the player to move (`azjax analyze`'s "value"); 2
+is a network certain of the result, 0 one blind to a queen. The issue's start-position probe
 (results/arena/chess/material_positions.txt) asks for 0.3.
 """
 
@@ -30,19 +30,15 @@ def _material(board, colour: bool) -> int:
     return sum(VALUES.get(p.symbol().lower(), 0) for p in board.piece_map().values() if p.color == colour)
 
 
-def pairs_from_games(game_files: list[Path], min_ply: int, max_ply: int) -> list[tuple[str, str]]:
-    """(queen up, queen down) FENs, at most one pair a game, in the files' order."""
+def pairs_from_games(games: list[dict], min_ply: int, max_ply: int) -> list[tuple[str, str]]:
+    """(queen up, queen down) FENs, at most one pair a game (a game of `azjax.engines.records.read_collection`), in
+    the games' order."""
     import chess
-    import chess.pgn
 
     out = []
-    for path in game_files:
-        with path.open() as f:
-            game = chess.pgn.read_game(f)
-        if game is None:
-            continue
-        board = game.board()
-        for ply, move in enumerate(game.mainline_moves()):
+    for game in games:
+        board = chess.Board(game["fen"])
+        for ply, move in enumerate(game["moves"]):
             if ply >= min_ply:
                 queens = [board.pieces(chess.QUEEN, c) for c in (chess.WHITE, chess.BLACK)]
                 even = _material(board, chess.WHITE) == _material(board, chess.BLACK)
@@ -55,7 +51,7 @@ def pairs_from_games(game_files: list[Path], min_ply: int, max_ply: int) -> list
                         break
             if ply >= max_ply:
                 break
-            board.push(move)
+            board.push_uci(move)
     return out
 
 
@@ -88,9 +84,10 @@ def analyze_positions(checkpoint: str, fens: list[str], visits: int, flags: tupl
 
 def main(argv: list[str] | None = None) -> int:
     from azjax.checkpoint import script_command, write_json
+    from azjax.engines.records import read_collection
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--games", help="a folder of PGN game records to draw positions from")
+    p.add_argument("--games", help="a PGN game collection (an arena's games.pgn) to draw positions from")
     p.add_argument("--min_ply", type=int, default=16)
     p.add_argument("--max_ply", type=int, default=40)
     p.add_argument("--write_positions", help="write the pairs drawn from --games here and stop")
@@ -104,10 +101,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.write_positions:
         if not args.games:
             p.error("--write_positions needs --games")
-        files = sorted(Path(args.games).glob("*.pgn"))
-        pairs = pairs_from_games(files, args.min_ply, args.max_ply)
+        try:
+            games = read_collection(args.games)
+        except (OSError, ValueError) as e:  # a missing or corrupt collection
+            p.error(str(e))
+        pairs = pairs_from_games(games, args.min_ply, args.max_ply)
         header = (f"# (queen up, queen down) pairs, the mover's view: {script_command(__file__, argv)}\n"
-                  f"# from {len(files)} games of {args.games}: first position between plies {args.min_ply} and "
+                  f"# from {len(games)} games of {args.games}: first position between plies {args.min_ply} and "
                   f"{args.max_ply} with both queens on, equal material and no check\n")
         Path(args.write_positions).write_text(header + "".join(f"{u}\n{d}\n" for u, d in pairs))
         print(f"{len(pairs)} pairs -> {args.write_positions}")

@@ -184,20 +184,27 @@ def test_the_results_index_is_up_to_date() -> None:
     assert run.returncode == 0, run.stderr or run.stdout
 
 
-def test_every_committed_arena_holds_the_game_records_of_its_results_and_no_others() -> None:
-    from azjax.play.tournament import RECORD_NAME, record_stem
+@pytest.mark.slow  # reads all 8,860 committed games (6 s, most of it parsing chess moves)
+def test_every_committed_arena_holds_the_games_of_its_results_in_one_collection_in_play_order() -> None:
+    from azjax.engines.records import COLLECTION_SUFFIXES, arena_game_id, read_collection
 
-    arenas = [p for p in sorted((ROOT / "results").rglob("results.json")) if (p.parent / "games").is_dir()]
+    names = [f"games{suffix}" for suffix in COLLECTION_SUFFIXES.values()]
+    arenas = [p for p in sorted((ROOT / "results").rglob("results.json"))
+              if any((p.parent / n).is_file() for n in names)]
     assert len(arenas) > 10
     wrong = {}
     for path in arenas:
+        collections = [path.parent / n for n in names if (path.parent / n).is_file()]
         pairings = json.loads(path.read_text())["pairings"]
-        expected = {record_stem(k, p["name_a"], p["name_b"], i) for k, p in enumerate(pairings)
-                    for i in range(p["games"])}
-        records = {f.name.rsplit(".", 1)[0] for f in (path.parent / "games").iterdir() if RECORD_NAME.fullmatch(f.name)}
-        if records != expected:
-            wrong[str(path.relative_to(ROOT))] = (len(records - expected), len(expected - records))
-    assert not wrong, f"(records no pairing played, games without a record) in {wrong}"
+        expected = [arena_game_id(k, p["name_a"], p["name_b"], i) for k, p in enumerate(pairings)
+                    for i in range(p["games"])]
+        ids = [g["id"] for c in collections for g in read_collection(c)]
+        if len(collections) > 1 or ids != expected:
+            wrong[str(path.relative_to(ROOT))] = (len(collections), len(set(ids) - set(expected)),
+                                                  len(set(expected) - set(ids)))
+    assert not wrong, f"(collections, games no pairing played, games without a record) in {wrong}"
+    folders = [str(p.relative_to(ROOT)) for p in (ROOT / "results").rglob("games") if p.is_dir()]
+    assert not folders, f"games/ folders of single records (python scripts/pack_games.py packs them): {folders}"
 
 
 def test_the_seeds_claims_table_is_what_its_results_files_say() -> None:

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import chess
-import chess.pgn
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -19,6 +18,7 @@ from outside_programs import open_spiel
 from azjax.build import game_named as base_game
 from azjax.build import init_params, make_network
 from azjax.checkpoint import load_config, load_params
+from azjax.engines.records import chess_pgn, game_record, read_collection, write_collection
 from azjax.games import make_game
 from azjax.play.agents import Agent, policy_agent, random_agent
 from azjax.play.benchmarks import PONS_SETS, agent_moves, grade_agent, grade_moves, load_pons, value_by_result
@@ -421,28 +421,32 @@ def test_a_variants_run_keeps_its_final_network_as_a_model_an_arena_can_load(tmp
     assert jax.tree_util.tree_structure(trained) == jax.tree_util.tree_structure(untrained)
 
 
+def pgn_game(game_id: str, white: str, black: str, moves: str) -> str:
+    """A chess game as the arena records it in its games.pgn (the result as the board has it)."""
+    board = chess.Board()
+    for move in moves.split():
+        board.push_uci(move)
+    return chess_pgn(moves.split(), white=white, black=black, result=board.result(claim_draw=True), game_id=game_id)
+
+
 def test_chess_endings_counts_how_each_pairings_games_ended_from_the_first_agents_side(tmp_path):
     endings = load_script("chess_endings")
     arena = tmp_path / "arena"
-    (arena / "games").mkdir(parents=True)
-    (arena / "results.json").write_text(json.dumps({"pairings": [{"name_a": "model:64", "name_b": "random"}]}))
-
-    def save(number: int, white: str, black: str, moves: str) -> None:
-        board = chess.Board()
-        for move in moves.split():
-            board.push_uci(move)
-        game = chess.pgn.Game.from_board(board)
-        game.headers.update(White=white, Black=black, Result=board.result(claim_draw=True))
-        (arena / "games" / f"00_model_64_vs_random_{number:04d}.pgn").write_text(str(game))
-
-    save(0, "random", "model:64", "f2f3 e7e5 g2g4 d8h4")  # Fool's mate: the model, Black, mates
-    # The model (White) takes the queen, then both knights shuffle until the position has come three times.
-    save(1, "model:64", "random", "e2e4 e7e5 d1h5 d8g5 h5g5 " + "b8c6 g1f3 c6b8 f3g1 " * 2)
+    arena.mkdir()
+    (arena / "results.json").write_text(json.dumps({"pairings": [{"name_a": "model:64", "name_b": "random"},
+                                                                 {"name_a": "model:64", "name_b": "material"}]}))
+    write_collection(arena / "games.pgn", [
+        pgn_game("00_model_64_vs_random_0000", "random", "model:64", "f2f3 e7e5 g2g4 d8h4"),  # the model mates
+        # The model (White) takes the queen, then both knights shuffle until the position has come three times.
+        pgn_game("00_model_64_vs_random_0001", "model:64", "random", "e2e4 e7e5 d1h5 d8g5 h5g5 "
+                 + "b8c6 g1f3 c6b8 f3g1 " * 2),
+        pgn_game("01_model_64_vs_material_0000", "material", "model:64", "f2f3 e7e5 g2g4 d8h4")])
     assert endings.main([str(arena)]) == 0
-    (row,) = json.loads((arena / "endings.json").read_text())["pairings"]
-    assert row["endings"] == {"checkmate win": 1, "threefold_repetition draw": 1}
-    assert row["material_lead_of_a_at_the_end"] == {"median": 4.5, "min": 0, "max": 9}
-    assert row["draws_with_a_ahead_by_9_or_more"] == 1
+    first, second = json.loads((arena / "endings.json").read_text())["pairings"]
+    assert first["endings"] == {"checkmate win": 1, "threefold_repetition draw": 1}
+    assert first["material_lead_of_a_at_the_end"] == {"median": 4.5, "min": 0, "max": 9}
+    assert first["draws_with_a_ahead_by_9_or_more"] == 1
+    assert (second["name_b"], second["games"], second["endings"]) == ("material", 1, {"checkmate win": 1})
 
 
 
@@ -457,15 +461,11 @@ def test_chess_tactics_finds_the_solving_moves_and_counts_the_mates_a_model_miss
     assert len(names) == 12 and names[0] == "a free queen, White to move"
     # An arena game in which the model (Black) mated in one at its first chance, and one in which it did not.
     arena = tmp_path / "arena"
-    (arena / "games").mkdir(parents=True)
+    arena.mkdir()
     (arena / "results.json").write_text(json.dumps({"pairings": [{"name_a": "model:64", "name_b": "random"}]}))
-    for number, moves in ((0, "f2f3 e7e5 g2g4 d8h4"), (1, "f2f3 e7e5 g2g4 a7a6 a2a3 d8h4")):
-        board = chess.Board()
-        for move in moves.split():
-            board.push_uci(move)
-        game = chess.pgn.Game.from_board(board)
-        game.headers.update(White="random", Black="model:64")
-        (arena / "games" / f"00_model_64_vs_random_{number:04d}.pgn").write_text(str(game))
+    write_collection(arena / "games.pgn", [
+        pgn_game(f"00_model_64_vs_random_{number:04d}", "random", "model:64", moves)
+        for number, moves in ((0, "f2f3 e7e5 g2g4 d8h4"), (1, "f2f3 e7e5 g2g4 a7a6 a2a3 d8h4"))])
     assert tactics.mates_missed(arena) == {"games": 2, "moves_with_a_mate_in_one": 3, "mates_in_one_played": 2}
     with pytest.raises(SystemExit):  # argparse's one-line error: not a model directory
         tactics.main([str(tmp_path / "no_model"), "--out", str(tmp_path / "never.json")])
@@ -559,13 +559,11 @@ def test_go_rules_bench_times_both_rule_sets_and_records_its_command(tmp_path):
 
 def test_the_material_probe_pairs_a_position_a_queen_up_with_it_a_queen_down(tmp_path):
     probe = load_script("material_probe")
-    game = chess.pgn.Game.from_board(chess.Board())
-    node = game
-    for uci in ["e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6", "d2d3", "f8c5", "b1c3", "d7d6"]:
-        node = node.add_variation(chess.Move.from_uci(uci))
-    (tmp_path / "g.pgn").write_text(str(game))
-    (tmp_path / "h.pgn").write_text("")  # an empty record is skipped
-    ((up, down),) = probe.pairs_from_games(sorted(tmp_path.glob("*.pgn")), 4, 9)
+    games = tmp_path / "games.pgn"
+    write_collection(games, [
+        pgn_game("00_a_vs_b_0000", "a", "b", "e2e4 e7e5 g1f3 b8c6 f1c4 g8f6 d2d3 f8c5 b1c3 d7d6"),
+        pgn_game("00_a_vs_b_0001", "b", "a", "e2e4 e7e5")])  # too short: no position in plies 4-9
+    ((up, down),) = probe.pairs_from_games(read_collection(games), 4, 9)
     up, down = chess.Board(up), chess.Board(down)
     assert up.turn == down.turn == chess.WHITE and up.fullmove_number == 3  # ply 4, the first in range
     assert len(up.pieces(chess.QUEEN, chess.WHITE)) == 1 and not up.pieces(chess.QUEEN, chess.BLACK)
@@ -577,17 +575,45 @@ def test_the_material_probe_pairs_a_position_a_queen_up_with_it_a_queen_down(tmp
 
 def test_the_mate_probe_finds_each_position_with_a_mate_in_one_and_its_mating_moves(tmp_path):
     probe = load_script("mate_probe")
-    game = chess.pgn.Game.from_board(chess.Board())
-    node = game
-    for uci in ["f2f3", "e7e5", "g2g4", "d8h4"]:  # the fool's mate: Black mates in one before its second move
-        node = node.add_variation(chess.Move.from_uci(uci))
-    (tmp_path / "g.pgn").write_text(str(game))
-    (tmp_path / "same.pgn").write_text(str(game))  # the same position twice is probed once
-    positions = probe.mate_in_one_positions(sorted(tmp_path.glob("*.pgn")))
+    fools_mate = "f2f3 e7e5 g2g4 d8h4"  # Black mates in one before its second move
+    for arena in ("a", "b"):  # the same position in two collections is probed once
+        write_collection(tmp_path / arena / "games.pgn", [pgn_game("00_x_vs_y_0000", "x", "y", fools_mate)])
+    collections = [tmp_path / "a" / "games.pgn", tmp_path / "b" / "games.pgn"]
+    positions = probe.mate_in_one_positions(collections)
     assert positions == [("rnbqkbnr/pppp1ppp/8/4p3/6P1/5P2/PPPPP2P/RNBQKBNR b KQkq - 0 2", ["d8h4"])]
     out = tmp_path / "positions.txt"
-    assert probe.main(["--games", str(tmp_path), "--write_positions", str(out)]) == 0
+    assert probe.main(["--games", *map(str, collections), "--write_positions", str(out)]) == 0
     assert probe.read_positions(out) == positions
+    assert f"# from 2 games of {collections[0]} {collections[1]}" in out.read_text()
+
+
+def test_pack_games_packs_an_arenas_single_records_into_the_collection_the_arena_writes_now(tmp_path):
+    pack = load_script("pack_games")
+    plays = {"go_9x9": (["D4", "E5", "pass", "pass"], "B+3.5", ".sgf"), "chess": (["e2e4", "e7e5"], "*", ".pgn"),
+             "connect_four": (["4", "4", "3"], "*", ".txt")}
+    expected = {}
+    for name, (moves, result, suffix) in plays.items():
+        (tmp_path / name / "games").mkdir(parents=True)
+        expected[name] = []
+        for k in range(2):  # as the arena wrote its games before: one file a game, its name the game's id
+            game_id = f"00_a_vs_b_{k:04d}"
+            first, second = ("a", "b") if k == 0 else ("b", "a")
+            single = game_record(make_game(name), moves, first=first, second=second, result=result, komi=7.5)
+            path = tmp_path / name / "games" / f"{game_id}{suffix}"
+            path.write_bytes(single if isinstance(single, bytes) else single.encode())
+            expected[name].append(game_record(make_game(name), moves, first=first, second=second, result=result,
+                                              komi=7.5, game_id=game_id))
+    assert pack.main([str(tmp_path)]) == 0
+    for name, (_, _, suffix) in plays.items():
+        assert [g["record"] for g in read_collection(tmp_path / name / f"games{suffix}")] == expected[name]
+        assert sorted(p.name for p in (tmp_path / name).iterdir()) == [f"games{suffix}"]  # games/ is gone
+    mixed = tmp_path / "mixed" / "games"
+    mixed.mkdir(parents=True)
+    (mixed / "00_a_vs_b_0000.txt").write_text(expected["connect_four"][0])
+    (mixed / "notes.md").write_text("the user's own file\n")
+    with pytest.raises(SystemExit, match="files that are not arena game records: \\['notes.md'\\]"):
+        pack.main([str(tmp_path / "mixed")])
+    assert sorted(p.name for p in mixed.iterdir()) == ["00_a_vs_b_0000.txt", "notes.md"]  # nothing was packed
 
 
 @pytest.mark.slow

@@ -33,11 +33,16 @@ Chess games start from the standard position (odds starts: give FEN lines in `--
 `--max_plies` caps a game (counted from the game start, openings included): Go is then scored by
 area (Tromp-Taylor minus komi), chess and Connect Four are adjudicated draws (`unfinished`).
 Games are saved under `--out_dir` (default runs/arena, which git ignores: the committed tables under
-results/arena are written only when that path is given; SGF for Go, PGN for chess, text for Connect Four), and
-`results.json` holds every pairing (arena.MatchResult fields) and the Elo fit (azjax.play.arena.fit_elo,
-anchored at the first agent, ratings with standard errors and 95% intervals = +-1.96 se). Rerun into
-the same `--out_dir`, an arena replaces the records an earlier arena wrote there (the results.json
-they belonged to is replaced too); other files, and every file under `--no_save`, are left alone.
+results/arena are written only when that path is given) in one collection: `games.sgf` for Go (an SGF collection,
+one game tree a game), `games.pgn` for chess (one PGN game after another), `games.txt` for Connect Four (one text
+record after another). Each game is named by its id `NN_A_vs_B_GGGG`: pairing NN (from 00) of agents A and B, game
+GGGG (from 0000) of the pairing, in SGF's GN, PGN's GameId tag and the text's `Id:` line
+(`azjax.engines.records`). The collection is written again after each pairing, so a stopped arena keeps the games
+of its finished pairings. `results.json` holds every pairing (arena.MatchResult fields) and the Elo fit
+(azjax.play.arena.fit_elo, anchored at the first agent, ratings with standard errors and 95% intervals = +-1.96
+se). Rerun into the same `--out_dir`, an arena replaces the collection an earlier arena wrote there, whatever its
+game (the results.json it belonged to is replaced too); other files, and every file under `--no_save`, are left
+alone.
 """
 
 from __future__ import annotations
@@ -55,15 +60,15 @@ from azjax.build import game_named
 from azjax.checkpoint import refuse_model_dir
 from azjax.cli.args import any_int, even_games, finite_float, nonnegative_float, nonnegative_int, positive_int
 from azjax.engines.external import EngineError
+from azjax.engines.records import COLLECTION_SUFFIXES, collection_path, write_collection
 from azjax.play.arena import Z95, MatchResult, fit_elo, round_robin_results
 from azjax.play.specs import parse_agent, spec_game
 from azjax.play.tournament import (
-    RECORD_NAME,
     HostPlayer,
     file_openings,
+    pairing_records,
     play_pairing,
     random_openings,
-    save_games,
     setup_openings,
     summarize_games,
 )
@@ -116,7 +121,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     out_dir.mkdir(parents=True, exist_ok=True)
     players = {a.name: HostPlayer(a, game, args.seed + i) for i, a in enumerate(agents)}
     results: list[MatchResult] = []
-    written: set[Path] = set()
+    records: list[str | bytes] = []
+    collection = collection_path(out_dir, game)
     t0 = time.perf_counter()
     try:
         for k, (i, j) in enumerate(pairs):
@@ -126,7 +132,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             result = summarize_games(a.name, b.name, games)
             results.append(result)
             if not args.no_save:
-                written.update(save_games(out_dir, game, a, b, games, k))
+                records += pairing_records(game, a, b, games, k)
+                write_collection(collection, records)
             print(f"{result}  ({time.perf_counter() - t1:.1f}s)", flush=True)
     except EngineError as e:  # an engine that cannot start or set up a game: a usage problem
         raise ValueError(str(e)) from e
@@ -144,27 +151,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )  # fmt: skip
     print_table(summary)
     if not args.no_save:
-        removed = remove_earlier_records(out_dir / "games", written)
+        removed = remove_other_collections(out_dir, collection)
         if removed:
-            print(f"removed {removed} game records of an earlier arena in {out_dir / 'games'}")
+            print(f"removed {', '.join(removed)}: an earlier arena's games")
     (out_dir / "results.json").write_text(json.dumps(summary, indent=2, sort_keys=True) + "\n")
-    print(f"wrote {out_dir / 'results.json'}" + ("" if args.no_save else f" and games under {out_dir / 'games'}"))
+    print(f"wrote {out_dir / 'results.json'}" + ("" if args.no_save else f" and {collection}"))
     return summary
 
 
-def remove_earlier_records(games_dir: Path, written: set[Path]) -> int:
-    """Deletes the game records in `games_dir` that this arena did not write; returns how many.
+def remove_other_collections(out_dir: Path, kept: Path) -> list[str]:
+    """Deletes the game collections in `out_dir` other than `kept` (another game's: `games.sgf` beside a chess
+    arena's `games.pgn`); returns their names.
 
-    They belong to an earlier arena whose results.json this one replaces, so left in place they
-    would be read as this arena's games. Files not named as `save_games` names records stay.
-    """
-    if not games_dir.is_dir():
-        return 0
-    kept = {p.name for p in written}
-    earlier = [p for p in games_dir.iterdir() if p.name not in kept and RECORD_NAME.fullmatch(p.name)]
-    for path in earlier:
-        path.unlink()
-    return len(earlier)
+    They belong to an earlier arena whose results.json this one replaces, so left in place they would be read as
+    this arena's games."""
+    removed = []
+    for suffix in sorted(COLLECTION_SUFFIXES.values()):
+        path = out_dir / f"games{suffix}"
+        if path != kept and path.is_file():
+            path.unlink()
+            removed.append(path.name)
+    return removed
 
 
 def print_table(summary: dict[str, Any]) -> None:
@@ -207,8 +214,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="virtual draws per pairing in the Elo fit (keeps perfect scores finite)")
     # Under the ignored runs/, not results/: a trial arena must not write into the committed tables.
     p.add_argument("--out_dir", default="runs/arena",
-                   help="results.json and games/ go here (default runs/arena; results/... only when given)")
-    p.add_argument("--no_save", action="store_true", help="do not write game records")
+                   help="results.json and the games' collection go here (default runs/arena; results/... only when "
+                        "given)")
+    p.add_argument("--no_save", action="store_true", help="do not write the games' collection")
     p.add_argument("--seed", type=any_int, default=0)
 
 

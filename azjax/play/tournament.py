@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import re
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import numpy as np
 from azjax.engines.engine import Engine
 from azjax.engines.external import EngineError, GTPClient, UCIClient
 from azjax.engines.position import Position, parse_position, stack_states
-from azjax.engines.records import result_string, write_record
+from azjax.engines.records import arena_game_id, game_record, result_string
 from azjax.games import STANDARD_FEN, Game, GameState
 from azjax.play.agents import ActFn, Agent
 from azjax.play.arena import GameRecords, MatchResult, play_from
@@ -362,9 +361,11 @@ def summarize_games(name_a: str, name_b: str, games: list[GameSummary]) -> Match
     )  # fmt: skip
 
 
-def save_games(out_dir: Path, game: Game, a: ArenaAgent, b: ArenaAgent, games: list[GameSummary],
-               pairing: int) -> list[Path]:
-    paths = []
+def pairing_records(game: Game, a: ArenaAgent, b: ArenaAgent, games: list[GameSummary],
+                    pairing: int) -> list[str | bytes]:
+    """The record of each game of pairing `pairing` (A against B), in the game's format and in order, each named by
+    its id (`azjax.engines.records.arena_game_id`); `azjax.engines.records.write_collection` writes them."""
+    records = []
     for k, g in enumerate(games):
         o = g.opening
         # the player of the first move from the game start (openings count): A if A moved first after
@@ -378,23 +379,10 @@ def save_games(out_dir: Path, game: Game, a: ArenaAgent, b: ArenaAgent, games: l
                                    reason=why)
         else:
             result = result_string(game, first_score)
-        stem = out_dir / "games" / record_stem(pairing, a.name, b.name, k)
         note = f"opening: {o.line}" if o.line else ""
-        paths.append(write_record(stem, game, g.moves, first=first, second=second, result=result,
-                                  komi=o.komi if game.has_komi else None, start_fen=o.fen,
-                                  event="azjax arena", round_=str(k + 1),
-                                  termination="; ".join(x for x in (g.reason, note) if x)))
-    return paths
-
-
-def record_stem(pairing: int, name_a: str, name_b: str, game: int) -> str:
-    """The file name, less its format's suffix, of game `game` of an arena's pairing `pairing`."""
-    return f"{pairing:02d}_{_safe(name_a)}_vs_{_safe(name_b)}_{game:04d}"
-
-
-# `record_stem`'s names with a record format's suffix (`write_record`'s): pairing, agents, game number.
-RECORD_NAME = re.compile(r"\d{2}_.+_vs_.+_\d{4}\.(txt|sgf|pgn)")
-
-
-def _safe(name: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in name)[:40]
+        records.append(game_record(game, g.moves, first=first, second=second, result=result,
+                                   komi=o.komi if game.has_komi else None, start_fen=o.fen,
+                                   event="azjax arena", round_=str(k + 1),
+                                   termination="; ".join(x for x in (g.reason, note) if x),
+                                   game_id=arena_game_id(pairing, a.name, b.name, k)))
+    return records

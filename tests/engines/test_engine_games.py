@@ -14,7 +14,7 @@ import pytest
 from sgfmill import sgf
 
 from azjax.cli import main
-from azjax.engines.records import read_connect_four_record
+from azjax.engines.records import ARENA_GAME_ID, read_collection
 
 VISITS = 4  # the eval_simulations of the untrained `models` (conftest.py)
 GNUGO = shutil.which("gnugo") or shutil.which("gnugo", path="/usr/games")
@@ -40,10 +40,9 @@ def test_arena_round_robin_jax_agents(models, tmp_path, capsys):
     assert res["elo"]["connect_four:2"]["rating"] == 0.0
     for e in res["elo"].values():
         assert e["low"] <= e["rating"] <= e["high"]
-    records = sorted((out / "games").glob("*.txt"))
+    records = read_collection(out / "games.txt")
     assert len(records) == 12
-    for i, path in enumerate(records):
-        rec = read_connect_four_record(path.read_text())
+    for i, rec in enumerate(records):
         opening = ["4"] if i % 2 == 0 else ["3", "3"]
         assert rec["moves"][: len(opening)] == opening  # openings cycle: game k uses opening k mod 2
         assert rec["result"] in ("1-0", "0-1", "1/2-1/2")
@@ -53,7 +52,7 @@ def test_arena_round_robin_jax_agents(models, tmp_path, capsys):
     res = json.loads((tmp_path / "a2" / "results.json").read_text())
     assert [(p["name_a"], p["name_b"]) for p in res["pairings"]] == [("connect_four:2", "random"),
                                                                      ("connect_four:2", "connect_four:policy")]
-    assert not (tmp_path / "a2" / "games").exists()
+    assert not (tmp_path / "a2" / "games.txt").exists()
     capsys.readouterr()
     with pytest.raises(SystemExit) as refused:  # argparse's own refusal: one line, exit status 2
         main(["arena", "random", "mcts:2", "--game", "connect_four", "--games", "3"])
@@ -79,7 +78,7 @@ def test_arena_against_azjax_gtp_subprocess(models, tmp_path):
     p = res["pairings"][0]
     assert p["games"] == 2 and p["illegal"] == 0 and "sub" in res["elo"]
     # the same deterministic search on both sides: each side wins the game it starts, or both games mirror
-    assert len(list((out / "games").glob("*.txt"))) == 2
+    assert len(read_collection(out / "games.txt")) == 2
 
 
 @pytest.mark.slow
@@ -92,10 +91,11 @@ def test_game_against_gnugo(models, tmp_path):
     res = json.loads((out / "results.json").read_text())
     p = res["pairings"][0]
     assert p["games"] == 2 and p["illegal"] == 0 and p["wins"] + p["losses"] == 2  # Go has no draws
-    files = sorted((out / "games").glob("*.sgf"))
-    assert len(files) == 2
-    for k, path in enumerate(files):
-        game = sgf.Sgf_game.from_bytes(path.read_bytes())
+    records = read_collection(out / "games.sgf")
+    ids = [ARENA_GAME_ID.fullmatch(r["id"]).group(1, 3, 4) for r in records]  # pairing, agent B, game
+    assert ids == [("00", "gnugo", "0000"), ("00", "gnugo", "0001")]
+    for k, record in enumerate(records):
+        game = sgf.Sgf_game.from_bytes(record["record"])
         assert game.get_size() == 9 and game.get_komi() == 7.5
         assert (game.get_player_name("b") == "gnugo") == (k == 1)  # colours alternate
         result = game.get_root().get("RE")
@@ -113,10 +113,10 @@ def test_game_against_stockfish(models, tmp_path):
     res = json.loads((out / "results.json").read_text())
     p = res["pairings"][0]
     assert p["games"] == 2 and p["illegal"] == 0
-    files = sorted((out / "games").glob("*.pgn"))
-    assert len(files) == 2
-    for k, path in enumerate(files):
-        game = chess.pgn.read_game(io.StringIO(path.read_text()))
+    records = read_collection(out / "games.pgn")
+    assert len(records) == 2
+    for k, record in enumerate(records):
+        game = chess.pgn.read_game(io.StringIO(record["record"]))
         assert game is not None and not game.errors
         assert (game.headers["White"] == "sf") == (k == 1)
         board = game.board()
