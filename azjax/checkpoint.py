@@ -324,12 +324,25 @@ def _atomic_write(file: Path, data: bytes) -> None:
 
 def script_command(script_file: str | os.PathLike, argv: list[str] | None = None) -> str:
     """The command that reruns a script from the repository root, as results files record it:
-    `python scripts/NAME.py ARGS` (argv defaults to this process's arguments), after `AZJAX_CPU_DEVICES=N` when
-    that is set: the CPU split changes a run's speed, so a timed result without it would not rerun as timed."""
+    `python -m scripts.NAME ARGS` or `python -m lab.STUDY.NAME ARGS` (argv defaults to this process's arguments),
+    after `AZJAX_CPU_DEVICES=N` when that is set: the CPU split changes a run's speed, so a timed result without it
+    would not rerun as timed. The module is named by the packages (folders with an `__init__.py`) above the file."""
     args = sys.argv[1:] if argv is None else list(argv)
     split = os.environ.get("AZJAX_CPU_DEVICES", "").strip()
     env = [f"AZJAX_CPU_DEVICES={split}"] if split else []
-    return shlex.join([*env, "python", f"scripts/{Path(script_file).name}", *args])
+    return shlex.join([*env, "python", "-m", script_module(script_file), *args])
+
+
+def script_module(script_file: str | os.PathLike) -> str:
+    """The dotted module name of a script file, as `python -m` takes it: the file's stem after the names of the
+    package folders above it (`lab/sai_7x7/sai_7x7.py` -> `lab.sai_7x7.sai_7x7`)."""
+    path = Path(script_file).resolve()
+    names = [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file():
+        names.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(names)
 
 
 def earlier_commands(previous: dict[str, Any], command: str) -> list[str]:

@@ -1,6 +1,6 @@
 """azjax's chess rules (`azjax.games.chess_rules`) against pgx's own: the same kind of random games, timed in one run.
 
-    python scripts/bench_chess_rules.py [--batches 128 1024] [--plies 32] [--rounds 3]
+    python -m scripts.bench_chess_rules [--batches 128 1024] [--plies 32] [--rounds 3]
                                         [--out results/bench_chess_rules.json]
 
 For each batch, plays `--plies` random legal moves in every game of the batch (one jitted scan, finished games
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
 
     from azjax.checkpoint import script_command, write_json
     from azjax.games.chess_rules import ChessEnv
-    from azjax.tools.bench import interleaved, machine
+    from azjax.train.bench import interleaved, machine
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--batches", type=int, nargs="+", default=[128, 1024])

@@ -1,6 +1,6 @@
 """azjax's Go rules (`azjax.games.go_rules`) against pgx's own: the same random games, timed in one run.
 
-    python scripts/bench_go_rules.py [--sizes 7 9] [--batches 128 1024] [--plies 64] [--rounds 5]
+    python -m scripts.bench_go_rules [--sizes 7 9] [--batches 128 1024] [--plies 64] [--rounds 5]
                                      [--out results/bench_go_rules.json]
 
 For each board size and batch, plays `--plies` random moves in every game of the batch (one jitted scan,
@@ -14,10 +14,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def random_plies(step: Any, init: Any, num_games: int, plies: int) -> Any:
@@ -55,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     from azjax.checkpoint import script_command, write_json
     from azjax.games import make_game
     from azjax.games.go_rules import go_env
-    from azjax.tools.bench import interleaved, machine
+    from azjax.train.bench import interleaved, machine
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--sizes", type=int, nargs="+", default=[7, 9])

@@ -1,7 +1,7 @@
 """The chess replay's writes and samples, compact (packed planes, sparse policy targets) against dense (float32
 planes, dense policy rows, the layout before), at the loop's sizes of a preset.
 
-    python scripts/bench_replay_layout.py [--preset quick] [--rounds 5]
+    python -m scripts.bench_replay_layout [--preset quick] [--rounds 5]
 
 Writes: one loop step's `moves_per_step` writes of `num_envs` positions (observations of random games, targets
 over their legal moves) into a replay of `replay_size` entries, as one jitted scan with the replay donated.
@@ -15,12 +15,8 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,11 +1,11 @@
-"""Self-play speed benchmark (see azjax/tools/bench.py); writes results/bench_selfplay.json (or `--out FILE`).
+"""Self-play speed benchmark (see azjax/train/bench.py); writes results/bench_selfplay.json (or `--out FILE`).
 
-    python scripts/bench_selfplay.py [--game connect_four --game go_9x9] [--num_envs 256]
+    python -m scripts.bench_selfplay [--game connect_four --game go_9x9] [--num_envs 256]
 """
 
 import sys
 
-from azjax.tools.bench import main
+from azjax.train.bench import main
 
 
 def with_results_out(argv: list[str]) -> list[str]:

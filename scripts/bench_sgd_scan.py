@@ -1,7 +1,7 @@
 """Why the loop unrolls its SGD steps on a CPU: the network's forward pass and its gradient, N times, as
 separate jitted calls, inside a rolled `lax.scan` (a while loop) and inside an unrolled one.
 
-    python scripts/bench_sgd_scan.py [--game connect_four] [--preset quick] [--repeats 10] [--rounds 3] [--batch_size B]
+    python -m scripts.bench_sgd_scan [--game connect_four] [--preset quick] [--repeats 10] [--rounds 3] [--batch_size B]
                                      [--out results/bench_sgd_scan.json]
 
 XLA's CPU backend runs convolution gradients inside a while loop several times slower than outside one,
@@ -16,10 +16,7 @@ import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     from azjax.build import game_named, init_params, make_network
     from azjax.checkpoint import script_command, write_json
     from azjax.config import preset
-    from azjax.tools.bench import machine
+    from azjax.train.bench import machine
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--game", default="connect_four")

@@ -1,8 +1,8 @@
 """A sweep of K seeds as one jitted program against the same K runs one after another (`azjax sweep` against
 `azjax train`), on the quick Connect Four preset; writes results/bench_sweep.json (or _<device>.json).
 
-    python scripts/bench_sweep.py --seeds 4 --steps 10            # CPU
-    python scripts/bench_sweep.py --seeds 8 --steps 20 --out results/bench_sweep_h100.json   # a GPU
+    python -m scripts.bench_sweep --seeds 4 --steps 10            # CPU
+    python -m scripts.bench_sweep --seeds 8 --steps 20 --out results/bench_sweep_h100.json   # a GPU
 
 Both sides run the same loop steps from the same seeds; each side's first step (its compile) is timed
 apart from the steady steps. The figure is the ratio of the sweep's wall time to the sequential runs',

@@ -8,9 +8,9 @@ threads: on a machine shared with other jobs they measure the work where wall se
 run `--repeats` times, interleaved, so the load falls on each alike; the JSON (`--out`) has every process's figures,
 each set's medians, and its ratios to the first set (the baseline).
 
-    python scripts/bench_xla_flags.py --tiny --out results/bench_xla_flags_tiny.json -- \\
+    python -m scripts.bench_xla_flags --tiny --out results/bench_xla_flags_tiny.json -- \\
         "--xla_backend_optimization_level=0" "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
-    python scripts/bench_xla_flags.py --preset quick --out results/bench_xla_flags_quick.json -- \\
+    python -m scripts.bench_xla_flags --preset quick --out results/bench_xla_flags_quick.json -- \\
         "" "--xla_cpu_use_fusion_emitters=false"
 
 `--tiny` is the tests' loop (tests/conftest.py's `tiny_overrides`): the suite is compile-bound, so its flags are
@@ -31,7 +31,6 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 # tests/conftest.py's tiny_overrides: the loop the tests compile over and over.
 TINY = dict(num_envs=8, num_simulations=4, moves_per_step=2, replay_size=64, min_replay_size=8, batch_size=8,

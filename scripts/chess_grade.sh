@@ -22,7 +22,7 @@ azjax arena "$MODEL" material \
   "stockfish-skill0-depth1=uci:$STOCKFISH:skill=0,depth=1" \
   "stockfish-elo1350=uci:$STOCKFISH:UCI_LimitStrength=true,UCI_Elo=1350,movetime=100" \
   --gauntlet --games "$(even 40)" --random_opening_plies 2 --out_dir "$OUT/engines"
-python scripts/chess_endings.py "$OUT/random"
-python scripts/chess_endings.py "$OUT/engines"
+python -m lab.chess_probes.chess_endings "$OUT/random"
+python -m lab.chess_probes.chess_endings "$OUT/engines"
 exit
 }

@@ -31,6 +31,6 @@ azjax analyze --checkpoint "$OUT/model" --visits 64 --positions results/arena/ch
 azjax arena "$OUT/model:64" random material \
   "stockfish-elo1350=uci:$STOCKFISH:UCI_LimitStrength=true,UCI_Elo=1350,movetime=100" \
   --gauntlet --games 40 --random_opening_plies 2 --out_dir "$OUT/arena"
-python scripts/chess_endings.py "$OUT/arena"
+python -m lab.chess_probes.chess_endings "$OUT/arena"
 exit
 }

@@ -3,8 +3,8 @@
 cache directory (cold), then with the directory the first run filled (warm). Writes
 results/compile_time.json.
 
-    python scripts/compile_time.py                              # connect_four and go_9x9
-    python scripts/compile_time.py --game connect_four --out /tmp/compile_time.json
+    python -m scripts.compile_time                              # connect_four and go_9x9
+    python -m scripts.compile_time --game connect_four --out /tmp/compile_time.json
 
 first_step_s is the first loop step as metrics.csv records it (building the step, then running it);
 second_step_s is the step alone, so first_step_s - second_step_s is about what building it cost.

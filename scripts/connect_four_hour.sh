@@ -23,10 +23,10 @@ echo "RUN=$RUN OUT=$OUT MODEL=$MODEL bash scripts/connect_four_hour.sh $*" > "$O
 rm -rf "$OUT/model"
 AZJAX_CPU_DEVICES="${AZJAX_CPU_DEVICES:-2}" azjax export "$RUN" "$OUT/model"
 cp "$RUN"/{curves.png,metrics.csv,eval.csv,config.json} "$OUT/"
-python scripts/pons_benchmark.py "policy:$OUT/model" --out "$OUT/pons_policy.json"
-python scripts/pons_benchmark.py "$OUT/model:64" --out "$OUT/pons_sims64.json"
-python scripts/pons_benchmark.py "$OUT/model:256" --sets begin_easy begin_medium begin_hard --out "$OUT/pons_sims256.json"
-python scripts/vs_mcts_solver.py "$OUT/model:256" --simulations 1000 --games 40 --out "$OUT/vs_mcts_solver1000.json"
+python -m lab.connect_four.pons_benchmark "policy:$OUT/model" --out "$OUT/pons_policy.json"
+python -m lab.connect_four.pons_benchmark "$OUT/model:64" --out "$OUT/pons_sims64.json"
+python -m lab.connect_four.pons_benchmark "$OUT/model:256" --sets begin_easy begin_medium begin_hard --out "$OUT/pons_sims256.json"
+python -m lab.connect_four.vs_mcts_solver "$OUT/model:256" --simulations 1000 --games 40 --out "$OUT/vs_mcts_solver1000.json"
 if [[ -n "$MODEL" ]]; then
   mkdir -p "$MODEL"
   cp "$OUT"/model/* "$MODEL"/  # the folder's README.md stays

@@ -1,8 +1,8 @@
 """The seed papers' headline claims against what azjax's committed results show: results/fidelity.json and
 results/fidelity.md, both read from the results files each claim names (nothing here is typed in by hand).
 
-    python scripts/fidelity.py           # (re)write results/fidelity.{json,md}
-    python scripts/fidelity.py --check   # exit 1 when either is out of date (tests/test_docs.py)
+    python -m scripts.fidelity           # (re)write results/fidelity.{json,md}
+    python -m scripts.fidelity --check   # exit 1 when either is out of date (tests/test_docs.py)
 
 Each claim gets the setting it was measured in here, the figure with its 95% interval (over seeds where there are
 seeds, else over games), how many seeds, and a verdict computed from the figures:
@@ -20,9 +20,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from results_index import write_or_check  # noqa: E402  (scripts/results_index.py)
+from scripts.results_index import write_or_check
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT_JSON = ROOT / "results" / "fidelity.json"
@@ -48,8 +46,8 @@ def diff95(p1: float, n1: int, p2: float, n2: int) -> tuple[float, float, float]
 
 
 def contempt_at_odds(path: str) -> Callable[[], dict[str, Any]]:
-    """The odds claim read from one `scripts/contempt_odds_connect_four.py` file. Verdict: plain PUCT falls when its
-    peak score beats its score at the most visits at 95%; an N_scl keeps gaining when its score at the most visits
+    """The odds claim read from one file of `lab/contempt/contempt_odds_connect_four.py`. Verdict: plain PUCT falls when
+    its peak score beats its score at the most visits at 95%; an N_scl keeps gaining when its score at the most visits
     beats its score at the fewest at 95%, and wins the claim when it also beats plain there at 95%."""
     def read() -> dict[str, Any]:
         d = load(path)
@@ -154,8 +152,8 @@ def auc_verdict(row: dict[str, Any]) -> str:
 
 
 HOUR_SWEEP = "results/variants_connect_four_hour.json"
-HOUR_COMMAND = ("AZJAX_CPU_DEVICES=2 python scripts/variants_connect_four.py --preset hour --num_steps 1400 --variants "
-                "alphazero contempt_5 tdleaf_0.7 playout_cap go_exploit_visited go_exploit_visited_0.1 "
+HOUR_COMMAND = ("AZJAX_CPU_DEVICES=2 python -m lab.connect_four.variants_connect_four --preset hour --num_steps 1400 "
+                "--variants alphazero contempt_5 tdleaf_0.7 playout_cap go_exploit_visited go_exploit_visited_0.1 "
                 "go_exploit_search --seeds 2 --resume")
 
 
@@ -312,9 +310,9 @@ def repeats_alphazero(runs: list[dict[str, Any]], variant: str) -> list[int]:
 
 def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
                        claim: str) -> Callable[[], dict[str, Any]]:
-    """A claim read from the Connect Four `hour` sweep (`scripts/variants_connect_four.py --preset hour`): each of
-    `variants` against AlphaZero's runs of the same seeds, as far as the sweep has run (about 85 minutes a run, so
-    it spans sessions with `--resume`). `switches` describes the variants in the setting."""
+    """A claim read from the Connect Four `hour` sweep (`lab/connect_four/variants_connect_four.py --preset hour`):
+    each of `variants` against AlphaZero's runs of the same seeds, as far as the sweep has run (about 85 minutes a
+    run, so it spans sessions with `--resume`). `switches` describes the variants in the setting."""
     def read() -> dict[str, Any]:
         if not (ROOT / HOUR_SWEEP).exists():
             return dict(paper=paper, claim=claim,
@@ -378,7 +376,6 @@ def hour_variant_claim(variants: tuple[str, ...], switches: str, paper: str,
 
 def sai_preset_config() -> Any:
     """The go_7x7 `sai` preset as committed now (a `Config`)."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from azjax.config import preset
 
     return preset("go_7x7", "sai")
@@ -445,7 +442,7 @@ def search_million_nodes(run: dict[str, Any]) -> float:
 
 
 def sai_plus_nine() -> dict[str, Any]:
-    """SAI's +9 over seeds of the `sai` preset as committed. Every results/sai_7x7*.json of `scripts/sai_7x7.py`
+    """SAI's +9 over seeds of the `sai` preset as committed. Every results/sai_7x7*.json of `lab/sai_7x7/sai_7x7.py`
     (a file with the estimate's `last_quarter`) whose config is the preset's, the seed aside, is a seed; the runs
     at other settings (older presets, changed fields, continuations, runs not finished) stand beside them."""
     preset_config = sai_preset_config()
@@ -491,7 +488,7 @@ def sai_plus_nine() -> dict[str, Any]:
 
 def sai_seed_komi_curves(seeds: dict[str, dict[str, Any]], preset_config: Any) -> dict[str, dict[str, Any]]:
     """The seeds' self-play komi curves, where they were measured: each results/sai_7x7*komi_curve*.json of
-    `scripts/sai_komi_curve.py` whose model was trained with a seed's config and which played itself as in that
+    `lab/sai_7x7/sai_komi_curve.py` whose model was trained with a seed's config and which played itself as in that
     training (its simulations, sampling window and root noise). Matched by the model's config.json, not by file name: a
     preset that changes its search keeps its length, and names built from the length would pair the new seeds
     with the old seeds' curves."""
@@ -520,15 +517,15 @@ def komi_curve_diagnosis(curves: dict[str, dict[str, Any]]) -> str:
         interval = fmt([r3(fit["black_lead"]), r3(fit["black_lead_low"]), r3(fit["black_lead_high"])])
         rows.append(f"{Path(d['model']).name}: {interval} (its network reads {r3(net)})")
     games = sorted({d["games_per_komi"] for d in curves.values()})
-    return (f"where each seed's self-play breaks even (scripts/sai_komi_curve.py, {'/'.join(map(str, games))} games a "
-            f"komi, 95% bootstrap interval): " + "; ".join(rows)
+    return (f"where each seed's self-play breaks even (lab/sai_7x7/sai_komi_curve.py, {'/'.join(map(str, games))} "
+            f"games a komi, 95% bootstrap interval): " + "; ".join(rows)
             + f". The network's estimate lies inside its own self-play's interval in {inside} of {len(curves)}: "
             + ("each estimate follows its own agent's self-play, so what sets the level is where that agent breaks even"
                if inside == len(curves) else "some estimates lag their own agents"))
 
 
 def sai_replay_fits() -> dict[str, dict[str, Any]]:
-    """Every fit of `scripts/sai_replay_fit.py`: results/sai_7x7*_replay_fit.json (a run's end) and
+    """Every fit of `lab/sai_7x7/sai_replay_fit.py`: results/sai_7x7*_replay_fit.json (a run's end) and
     results/sai_7x7*_replay_fits/step_N.json (its checkpoints on the way), one a run and step, by file name."""
     results = ROOT / "results"
     files = [*results.glob("sai_7x7*_replay_fit.json"), *results.glob("sai_7x7*_replay_fits/*.json")]
@@ -550,8 +547,9 @@ def replay_fit_diagnosis(fits: dict[str, dict[str, Any]]) -> str:
     inside = sum(d["fit_all"]["black_lead_low"] <= d["net"]["averaged"]["black_lead"] <= d["fit_all"]["black_lead_high"]
                  for d in fits.values())
     runs = sorted({Path(d["run_dir"]).name for d in fits.values()})
-    return (f"where the replay's empty-board games break even (scripts/sai_replay_fit.py, {len(fits)} checkpoints of "
-            f"{len(runs)} run{'' if len(runs) == 1 else 's'}: {', '.join(runs)}): the averaged estimate lies within "
+    return (f"where the replay's empty-board games break even (lab/sai_7x7/sai_replay_fit.py, {len(fits)} "
+            f"checkpoints of {len(runs)} run{'' if len(runs) == 1 else 's'}: {', '.join(runs)}): the averaged "
+            f"estimate lies within "
             f"{max(map(abs, gaps)):.2f} points of it at every checkpoint, inside its 95% interval at {inside} and "
             f"below it at {sum(g < 0 for g in gaps)} (the average trails the games while they move)")
 
@@ -620,7 +618,7 @@ def fmt(v: Any) -> str:
 
 def render(claims: list[dict[str, Any]]) -> str:
     lines = ["# The seeds' claims, measured here", "",
-             "Written by `python scripts/fidelity.py` from the results files each row names "
+             "Written by `python -m scripts.fidelity` from the results files each row names "
              "([fidelity.json](fidelity.json) holds the same). A verdict is computed from the figures.", ""]
     for c in claims:
         lines += [f"## {c['paper']}: {c['claim']}", "", f"- Setting: {c['setting']}"]
@@ -641,9 +639,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 when results/fidelity.{json,md} are out of date")
     args = parser.parse_args(argv)
     claims = [read() for read in CLAIMS]
-    written = {OUT_JSON: json.dumps({"command": "python scripts/fidelity.py", "claims": claims}, indent=1) + "\n",
+    written = {OUT_JSON: json.dumps({"command": "python -m scripts.fidelity", "claims": claims}, indent=1) + "\n",
                OUT_MD: render(claims)}
-    return write_or_check(written, args.check, "python scripts/fidelity.py")
+    return write_or_check(written, args.check, "python -m scripts.fidelity")
 
 
 if __name__ == "__main__":

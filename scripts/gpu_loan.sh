@@ -12,7 +12,7 @@
 #   train_GAME:S   GAME's `full` preset trained for S minus 90 seconds, then exported (params come back apart)
 #   loan_GAME:S    the same with GAME's `loan` preset (go_9x9: from scratch in one loan, graded on the CPU)
 #   plan_GAME:S    `azjax plan --preset full --compile` (XLA's memory analysis and the compile time)
-#   sai_7x7:S      scripts/sai_7x7.py at the go_7x7 `sai_full` preset (SAI's 3x128 network, 64 simulations) for S
+#   sai_7x7:S      lab/sai_7x7/sai_7x7.py at the go_7x7 `sai_full` preset (SAI's 3x128 network, 64 simulations) for S
 #                  minus 90 seconds: its estimate's JSON and plot, and the exported model (params come back apart)
 #   sweep:S        scripts/bench_sweep.py --seeds 8 --steps 10 --sequential_runs 1 --other_steps 0 (8 seeds against one run)
 # The first loan (results/gpu/NVIDIA_H200/loan_2026-11-26.json) measured what each costs on an H200.
@@ -57,12 +57,12 @@ for item in "$@"; do
              --log_every 1 --run_dir "runs/gpu_loan_$model" --no-progress \
            && azjax export "runs/gpu_loan_$model" "$G/$model" && cp "runs/gpu_loan_$model/metrics.csv" "$G/$model/" \
            && mv "$G/$model/params.msgpack" "$RET/params_$model.msgpack" ;;
-  sai_7x7) timeout "$limit" python3 scripts/sai_7x7.py --preset sai_full --run_dir runs/gpu_loan_sai_7x7 \
+  sai_7x7) timeout "$limit" python3 -m lab.sai_7x7.sai_7x7 --preset sai_full --run_dir runs/gpu_loan_sai_7x7 \
              --minutes "$minutes" --out "$G/sai_7x7_gpu.json" \
              --plot "$G/sai_7x7_gpu.png" --model_dir "$G/go_7x7_sai_gpu" \
            && mv "$G/go_7x7_sai_gpu/params.msgpack" "$RET/params_go_7x7_sai_gpu.msgpack" ;;
   plan_*)  timeout "$limit" azjax plan --game "$game" --preset full --compile --out "$G/plan_$game.json" ;;
-  sweep)   timeout "$limit" python3 scripts/bench_sweep.py --seeds 8 --steps 10 --sequential_runs 1 --other_steps 0 \
+  sweep)   timeout "$limit" python3 -m scripts.bench_sweep --seeds 8 --steps 10 --sequential_runs 1 --other_steps 0 \
              --out "$G/bench_sweep.json" ;;
   *) echo "gpu_loan.sh: unknown item $name (bench_GAME, xla_GAME, train_GAME, loan_GAME, plan_GAME, sai_7x7, sweep)" >&2 ;;
   esac 2>&1 | grep -v cuda_timer | tee "$G/$name.log"

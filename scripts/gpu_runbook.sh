@@ -128,7 +128,7 @@ for phase in "${phases[@]}"; do
         --no-progress
     done ;;
   sweep)
-    timed sweep python scripts/bench_sweep.py "${SWEEP_FLAGS[@]}" --out "$OUT/bench_sweep.json" ;;
+    timed sweep python -m scripts.bench_sweep "${SWEEP_FLAGS[@]}" --out "$OUT/bench_sweep.json" ;;
   train)
     # In the start phase's cache, where it ran: the training time is not spent compiling the same program again.
     rm -rf "$RUNS/train" "$OUT/$TRAINED"

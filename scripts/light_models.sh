@@ -16,7 +16,7 @@ for g in "${games[@]}"; do
   # The preset as it is (self-play adjudicated by material after 160 plies), for 60 minutes under the memory
   # soak, which adds --minutes and writes the `memory` section of results/reliability.json.
   chess) flags=()
-         runner=(python scripts/memory_soak.py --minutes 60 --log runs/chess_light.train.log --) ;;
+         runner=(python -m lab.reliability.memory_soak --minutes 60 --log runs/chess_light.train.log --) ;;
   *) echo "unknown game $g (go_9x9, chess)" >&2; exit 2 ;;
   esac
   run=runs/${g}_light

@@ -2,8 +2,8 @@
 arenas wrote collections) into the arena's one collection (`ARENA/games.sgf`, `games.pgn` or `games.txt`), then
 deletes the single files and the emptied `games/` folder.
 
-    python scripts/pack_games.py results            # every games/ folder under results/
-    python scripts/pack_games.py runs/arena --dry_run
+    python -m scripts.pack_games results            # every games/ folder under results/
+    python -m scripts.pack_games runs/arena --dry_run
 
 Each game keeps its record as it was, with its file name (less the suffix) added as its id (SGF's `GN`, PGN's
 `GameId` tag, the text's `Id:` line, as `azjax.engines.records.game_record` writes them); the games go in the order of

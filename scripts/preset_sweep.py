@@ -6,7 +6,7 @@ Each variant is a name and config overrides on top of the preset (`name:field=va
 (`gumbel:64`, `puct:128`, ...). One JSON collects the settings, wall times and scores with their
 95% intervals, so a preset change is chosen from measured numbers.
 
-  python scripts/preset_sweep.py --game connect_four --preset quick \
+  python -m scripts.preset_sweep --game connect_four --preset quick \
       --variant base: --variant lr1e-3:learning_rate=1e-3 --eval gumbel:64 --eval puct:128 \
       --opponent mcts:200 --games 200 --out results/preset_sweep_connect_four.json
 

@@ -1,18 +1,24 @@
 """Writes results/README.md, an index of the JSON result files under results/, and the headline table of README.md.
 
-    python scripts/results_index.py           # (re)write results/README.md and README.md's table
-    python scripts/results_index.py --check   # exit 1 when either is not what this would write
+    python -m scripts.results_index           # (re)write results/README.md and README.md's table
+    python -m scripts.results_index --check   # exit 1 when either is not what this would write
 
 Every JSON file under results/ that git does not ignore is listed (without git: every JSON file there), except the
-`config.json` files of runs and models. Each entry gives the file's path, what it measures (read from the command
-that wrote it, else the file's top-level keys), a headline figure where the file has an obvious one, and the
-command that wrote it when the file records one (a "command" key).
+`config.json` files of runs and models and the path map. Each entry gives the file's path, what it measures (read from
+the command that wrote it, else the file's top-level keys), a headline figure where the file has an obvious one, and
+the command that wrote it when the file records one (a "command" key).
+
+Files that moved are named in results/path_map.json (old path -> new path): the results files keep the commands that
+wrote them, old paths and all. `--check` also checks the map: every old path is gone, every new path is there, and
+every script that results/ or the docs name (`lab/sai_7x7/sai_7x7.py`, or `python -m lab.sai_7x7.sai_7x7` in a
+command) is in the repository or moved there through the map.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import subprocess
 import sys
@@ -26,14 +32,17 @@ ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "results"
 INDEX = RESULTS / "README.md"
 README = ROOT / "README.md"
-TABLE_START = "<!-- the table is written by python scripts/results_index.py from the files its scores link to -->"
+PATH_MAP = RESULTS / "path_map.json"
+TABLE_START = ("<!-- the table is written by python -m scripts.results_index from the files its scores link "
+               "to -->")
 TABLE_END = "<!-- end of the written table -->"
-GPU_TABLE_START = "<!-- the GPU table is written by python scripts/results_index.py from results/gpu/ -->"
+GPU_TABLE_START = "<!-- the GPU table is written by python -m scripts.results_index from results/gpu/ -->"
 GPU_TABLE_END = "<!-- end of the written GPU table -->"
-TEST_TIMES_START = ("<!-- the test times are written by python scripts/results_index.py from "
+TEST_TIMES_START = ("<!-- the test times are written by python -m scripts.results_index from "
                     "results/test_times_*.json -->")
 TEST_TIMES_END = "<!-- end of the written test times -->"
 
+SCRIPT_PACKAGES = ("scripts.", "lab.")  # a script's module name starts with one of these
 # What a file measures, by the program that wrote it (an `azjax` subcommand or a script under scripts/).
 MEASURES: dict[str, str] = {
     "azjax arena": "games among agents (round robin or gauntlet): scores with 95% intervals and an Elo fit",
@@ -69,15 +78,21 @@ MEASURES: dict[str, str] = {
 }
 
 
-def result_files() -> list[Path]:
-    """The JSON files under results/ that git does not ignore, sorted, without run and model configs."""
+def repository_files(root: Path, folder: str = ".") -> set[Path]:
+    """The files under `root`/`folder` that git does not ignore (without git: every file there)."""
     try:
-        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", "results"],
-                             cwd=ROOT, capture_output=True, text=True, check=True).stdout
-        files = {ROOT / name for name in out.split("\0") if name}
+        out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", folder],
+                             cwd=root, capture_output=True, text=True, check=True).stdout
+        files = {root / name for name in out.split("\0") if name}
     except (OSError, subprocess.CalledProcessError):  # no git, or not a git checkout
-        files = set(RESULTS.rglob("*"))
-    kept = [f for f in files if f.suffix == ".json" and f.name != "config.json" and f.is_file()]
+        files = set((root / folder).rglob("*"))
+    return {f for f in files if f.is_file()}
+
+
+def result_files() -> list[Path]:
+    """The JSON files under results/ that git does not ignore, sorted, without run and model configs or the path map."""
+    kept = [f for f in repository_files(ROOT, "results")
+            if f.suffix == ".json" and f.name != "config.json" and f != PATH_MAP]
     return sorted(kept, key=lambda f: (f.parent.as_posix(), f.name))  # a folder's own files before its subfolders
 
 
@@ -92,6 +107,8 @@ def program(command: str) -> str | None:
             return f"azjax {words[i + 1]}"
         if word.endswith(".py"):
             return Path(word).name
+        if word == "-m" and i + 1 < len(words) and words[i + 1].startswith(SCRIPT_PACKAGES):
+            return words[i + 1].rsplit(".", 1)[-1] + ".py"  # `python -m lab.sai_7x7.sai_7x7`: sai_7x7.py
     return None
 
 
@@ -239,8 +256,8 @@ def render(files: list[Path]) -> str:
     """The whole of results/README.md."""
     out = ["# Results", "",
            "Committed outputs of azjax's commands and scripts. This page is generated by "
-           "`python scripts/results_index.py` from the JSON files themselves (run and model `config.json` files "
-           "are left out); `python scripts/results_index.py --check` fails when it is out of date. Each entry: "
+           "`python -m scripts.results_index` from the JSON files themselves (run and model `config.json` files "
+           "are left out); `python -m scripts.results_index --check` fails when it is out of date. Each entry: "
            "what the file measures, a headline figure where there is an obvious one, and the command that wrote "
            "it when the file records one. The figures are discussed in [docs/experiments.md]"
            "(../docs/experiments.md).", ""]
@@ -383,12 +400,55 @@ def readme_with_table(text: str) -> str:
     return text
 
 
+# ---------------------------------------------------------------- the path map
+
+# A script named by its path, or by its module after `-m` (a command run from the repository root). Names are lower
+# case, so that placeholders (`lab/STUDY/NAME.py`, `python -m scripts.NAME`) name nothing.
+SCRIPT_PATH = re.compile(r"(?<![\w./-])((?:scripts|lab)/[a-z0-9_./-]*[a-z0-9_]\.(?:py|sh))(?![\w/])")
+SCRIPT_MODULE = re.compile(r"(?<![\w-])-m ((?:scripts|lab)(?:\.[a-z0-9_]+)+)(?![\w.])")
+# What can name a script: the docs and results/'s text files (not game records, plots or parameters).
+TEXT_SUFFIXES = (".json", ".jsonl", ".txt", ".md", ".csv", ".log")
+
+
+def load_path_map(root: Path = ROOT) -> dict[str, str]:
+    """results/path_map.json's moves: old path -> new path, both relative to the repository root."""
+    return json.loads((root / PATH_MAP.relative_to(ROOT)).read_text())["moves"]
+
+
+def named_scripts(text: str) -> set[str]:
+    """The scripts a text names, as paths: `lab/x/y.py` as it is, `python -m lab.x.y` as lab/x/y.py."""
+    return set(SCRIPT_PATH.findall(text)) | {m.replace(".", "/") + ".py" for m in SCRIPT_MODULE.findall(text)}
+
+
+def path_map_problems(root: Path = ROOT) -> list[str]:
+    """What is wrong with the path map of the repository at `root`: an old path still there, a new path missing, a
+    script named in results/ or the docs (README.md, docs/, scripts/README.md, lab/README.md) that is not there and
+    that the map does not move."""
+    moves = load_path_map(root)
+    files = {f.relative_to(root).as_posix() for f in repository_files(root)}
+    where = PATH_MAP.relative_to(ROOT).as_posix()
+    problems = [f"{where}: {old} is still in the repository" for old in moves if old in files]
+    problems += [f"{where}: {new} (moved from {old}) is not in the repository" for old, new in moves.items()
+                 if new not in files]
+    pages = sorted(f for f in files if f.endswith(TEXT_SUFFIXES) and f != where and (
+        f.startswith(("results/", "docs/")) or f in ("README.md", "scripts/README.md", "lab/README.md")))
+    for page in pages:
+        for script in sorted(named_scripts((root / page).read_text(errors="replace"))):
+            if script not in files and moves.get(script) not in files:
+                problems.append(f"{page} names {script}: not in the repository, and {where} does not move it")
+    return problems
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 when results/README.md is out of date")
     args = parser.parse_args(argv)
     written = {INDEX: render(result_files()), README: readme_with_table(README.read_text())}
-    return write_or_check(written, args.check, "python scripts/results_index.py")
+    status = write_or_check(written, args.check, "python -m scripts.results_index")
+    problems = path_map_problems()
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else status
 
 
 def write_or_check(written: dict[Path, str], check: bool, command: str) -> int:

@@ -2,8 +2,8 @@
 every test of a second or more (`slowest`) and those seconds summed by module (`by_module`: where to trim), the
 commit and the machine's core count (`--out`, default results/test_times_TIER.json).
 
-    python scripts/time_tests.py --tier fast      # python -m pytest -q -m "not slow"
-    python scripts/time_tests.py --tier full      # python -m pytest -q (what .ci/run runs after its installs)
+    python -m scripts.time_tests --tier fast      # python -m pytest -q -m "not slow"
+    python -m scripts.time_tests --tier full      # python -m pytest -q (what .ci/run runs after its installs)
 
 Exits with pytest's status, so a failing run is recorded (its summary says so) and still fails.
 """
@@ -68,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     shown = " ".join(["python", "-m", "pytest", "-q", *(f'"{a}"' if " " in a else a for a in TIERS[args.tier])])
     out = Path(args.out or f"results/test_times_{args.tier}.json")
     given = sys.argv[1:] if argv is None else list(argv)
-    record = dict(command=shlex.join(["python", "scripts/time_tests.py", *given]),
+    record = dict(command=shlex.join(["python", "-m", "scripts.time_tests", *given]),
                   tier=args.tier, pytest=shown, summary=summary_line(proc.stdout), wall_seconds=round(seconds, 1),
                   slowest=(rows := slowest(proc.stdout)), by_module=by_module(rows), exit_status=proc.returncode,
                   commit=commit, cpu_cores=os.cpu_count(),

@@ -5,12 +5,9 @@ module (a worker's memory mappings stay bounded), and tiny configs."""
 from __future__ import annotations
 
 import gc
-import importlib.util
 import os
-import sys
 import tempfile
 from pathlib import Path
-from types import ModuleType
 
 # The tests are compile-bound (tiny configs, a few steps): XLA's CPU backend at LLVM optimisation level 0
 # compiles the loop ~2-3x faster and runs it a few times slower, a net win for every test here; without its
@@ -95,18 +92,6 @@ def chess_tiny_overrides(tiny_overrides: dict) -> dict:
     """A tiny chess loop; its games (up to 512 plies) do not end within it."""
     return {**tiny_overrides, "num_envs": 4, "batch_size": 4, "num_simulations": 2, "min_replay_size": 4,
             "moves_per_step": 8, "num_steps": 4, "replay_size": 64}
-
-
-SCRIPTS = Path(__file__).resolve().parent.parent / "scripts"
-
-
-def load_script(name: str) -> ModuleType:
-    """scripts/NAME.py as a module (registered in sys.modules: dataclasses look their module up while it runs)."""
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 def fit_auxiliary_heads(config: Config, obs: jax.Array, aux, targets: dict, steps: int) -> tuple[dict, dict]:  # noqa: ANN001

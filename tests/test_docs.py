@@ -4,32 +4,33 @@ and docs/methods.md has every section the code cites.
 
 A reference is a Markdown link (resolved from the page's folder) or an inline code span that looks like a
 repository path (resolved from the repository root): one word that contains a "/" and ends in an extension, or
-that starts with results/, scripts/, azjax/, tests/ or docs/. Placeholders (`RUN_DIR/config.json`,
+that starts with results/, scripts/, lab/, azjax/, tests/ or docs/. Placeholders (`RUN_DIR/config.json`,
 `results/models/NAME`) and absolute or home paths are not references; `a.{json,png}` names both files; a suffix
-after ":" (`azjax/config.py:Config`, `results/models/x:64`) is not part of the path.
+after ":" (`azjax/config.py:Config`, `results/models/x:64`) is not part of the path. A file that moved resolves
+through results/path_map.json (old path -> new path), as the commands recorded in results/ do.
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import subprocess
 import sys
+from importlib import import_module
 from pathlib import Path
 from types import ModuleType
 
 import pytest
-from conftest import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "scripts" / "README.md",
+         ROOT / "lab" / "README.md"]
 README_MAX_LINES = 200
 
 FENCE = re.compile(r"^(```|~~~).*?^\1[^\n]*$", re.MULTILINE | re.DOTALL)
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
 CODE = re.compile(r"(`+)(.+?)\1", re.DOTALL)  # a code span may continue on the next line
-REPO_PREFIXES = ("results/", "scripts/", "azjax/", "tests/", "docs/")
+REPO_PREFIXES = ("results/", "scripts/", "lab/", "azjax/", "tests/", "docs/")
 OUTPUT_PREFIXES = ("runs/",)  # where the commands write by default (ignored by git): named, never committed
 # RUN_DIR, FILE.json, <device>, *.png, ... (README.md is a name, not a placeholder)
 PLACEHOLDER = re.compile(r"^[A-Z][A-Z0-9_]*$|^(FILE|DIR|NAME|PATH|MODEL)\.\w+$|[<>*]|\.\.\.")
@@ -85,10 +86,19 @@ def repository_paths() -> set[Path] | None:
     return {p for f in files if f.exists() for p in (f, *f.parents)}
 
 
+def moved() -> dict[Path, Path]:
+    """results/path_map.json's moves as absolute paths: old -> new."""
+    return {ROOT / old: ROOT / new for old, new in import_module("scripts.results_index").load_path_map().items()}
+
+
 def missing(text: str, page: Path, known: set[Path] | None) -> list[str]:
-    """The references of `page` (with `text`) to paths that are not in the repository."""
+    """The references of `page` (with `text`) to paths that are not in the repository, directly or through the path
+    map."""
+    moves = moved()
+
     def present(path: Path) -> bool:
         path = path.resolve()
+        path = moves.get(path, path)
         return path.exists() and (known is None or path in known)
 
     return [written for written, path in references(text, page) if not present(path)]
@@ -106,6 +116,13 @@ def test_the_reference_finder_reports_a_file_that_is_not_there() -> None:
     assert missing(text, page, repository_paths()) == [
         "missing_page.md", "results/no_such_file.json", "scripts/no_such_script.py:main", "azjax/no_such_module.py",
         "results/models/no_such_model/README.md", "results/variants_connect_four.{json,nope}"]
+
+
+def test_a_moved_file_resolves_through_the_path_map_and_only_through_it() -> None:
+    old, new = next(iter(import_module("scripts.results_index").load_path_map().items()))
+    assert not (ROOT / old).exists() and (ROOT / new).exists()
+    page = ROOT / "docs" / "example.md"
+    assert missing(f"`{old}`, `{new}` and `{old}.gone`", page, repository_paths()) == [f"{old}.gone"]
 
 
 def test_the_reference_finder_accepts_files_that_are_there() -> None:
@@ -154,11 +171,7 @@ def test_the_readme_is_short() -> None:
 
 
 def test_the_readme_table_reads_each_score_from_its_results_file(tmp_path, monkeypatch) -> None:
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("results_index", ROOT / "scripts" / "results_index.py")
-    index = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(index)
+    index = import_module("scripts.results_index")
     match = {"name_a": "model:64", "name_b": "gnugo-l1", "score": 0.75, "score_low": 0.6, "score_high": 0.86,
              "wins": 30, "draws": 0, "losses": 10}
     (tmp_path / "arena.json").write_text(json.dumps({"pairings": [match]}))
@@ -173,13 +186,45 @@ def test_the_readme_table_reads_each_score_from_its_results_file(tmp_path, monke
 
 def test_the_scripts_index_lists_every_script() -> None:
     index = (ROOT / "scripts" / "README.md").read_text()
-    scripts = sorted(p.name for p in (ROOT / "scripts").iterdir() if p.suffix in (".py", ".sh"))
+    scripts = sorted(p.name for p in (ROOT / "scripts").iterdir()
+                     if p.suffix in (".py", ".sh") and p.stem != "__init__")
     missing = [name for name in scripts if f"`{name}`" not in index]
-    assert not missing, f"scripts/README.md does not list: {missing}"
+    assert len(scripts) > 10 and not missing, f"scripts/README.md does not list: {missing}"
+
+
+def test_the_labs_index_lists_every_study_script_by_its_path() -> None:
+    index = (ROOT / "lab" / "README.md").read_text()
+    scripts = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "lab").rglob("*") if p.suffix in (".py", ".sh")
+                     and p.stem != "__init__")
+    missing = [name for name in scripts if f"`{name}`" not in index]
+    assert len(scripts) > 10 and not missing, f"lab/README.md does not list: {missing}"
+
+
+def test_the_path_map_check_finds_what_did_not_move_and_what_nothing_moved(tmp_path: Path) -> None:
+    index = import_module("scripts.results_index")
+    for name in ("lab/study/new.py", "scripts/kept.py", "results/path_map.json"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("")
+
+    def check(moves: dict[str, str], record: str) -> list[str]:
+        (tmp_path / "results" / "path_map.json").write_text(json.dumps({"moves": moves}))
+        (tmp_path / "results" / "run.json").write_text(json.dumps({"command": record}))
+        return index.path_map_problems(tmp_path)
+
+    moves = {"scripts/old.py": "lab/study/new.py"}
+    assert check(moves, "python scripts/old.py --seed 1 && python -m scripts.kept && python scripts/kept.py") == []
+    assert check(moves, "python -m lab.study.new; python lab/study/new.py; python -m lab.STUDY.NAME") == []
+    assert check({}, "python scripts/old.py") == [
+        "results/run.json names scripts/old.py: not in the repository, and results/path_map.json does not move it"]
+    assert check(moves, "python -m scripts.gone") == [
+        "results/run.json names scripts/gone.py: not in the repository, and results/path_map.json does not move it"]
+    assert check({"scripts/kept.py": "lab/study/new.py", "scripts/old.py": "lab/study/missing.py"}, "") == [
+        "results/path_map.json: scripts/kept.py is still in the repository",
+        "results/path_map.json: lab/study/missing.py (moved from scripts/old.py) is not in the repository"]
 
 
 def test_the_results_index_is_up_to_date() -> None:
-    run = subprocess.run([sys.executable, "scripts/results_index.py", "--check"], cwd=ROOT, capture_output=True,
+    run = subprocess.run([sys.executable, "-m", "scripts.results_index", "--check"], cwd=ROOT, capture_output=True,
                          text=True)
     assert run.returncode == 0, run.stderr or run.stdout
 
@@ -204,18 +249,17 @@ def test_every_committed_arena_holds_the_games_of_its_results_in_one_collection_
                                                   len(set(expected) - set(ids)))
     assert not wrong, f"(collections, games no pairing played, games without a record) in {wrong}"
     folders = [str(p.relative_to(ROOT)) for p in (ROOT / "results").rglob("games") if p.is_dir()]
-    assert not folders, f"games/ folders of single records (python scripts/pack_games.py packs them): {folders}"
+    assert not folders, f"games/ folders of single records (python -m scripts.pack_games packs them): {folders}"
 
 
 def test_the_seeds_claims_table_is_what_its_results_files_say() -> None:
-    run = subprocess.run([sys.executable, "scripts/fidelity.py", "--check"], cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run([sys.executable, "-m", "scripts.fidelity", "--check"], cwd=ROOT, capture_output=True,
+                         text=True)
     assert run.returncode == 0, run.stderr or run.stdout
 
 
 def test_a_claims_verdict_follows_its_interval(monkeypatch) -> None:
-    spec = importlib.util.spec_from_file_location("fidelity", ROOT / "scripts" / "fidelity.py")
-    fidelity = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fidelity)
+    fidelity = import_module("scripts.fidelity")
     table = {"alphazero": {"auc_mean": 0.3, "auc_low": 0.28, "auc_high": 0.32},
              "v": {"auc_mean": 0.2, "auc_low": 0.18, "auc_high": 0.22, "auc_minus_alphazero": -0.1, "seeds": 3}}
     for low, high, verdict in ((-0.12, -0.08, "reproduces"), (-0.12, 0.01, "no difference"),
@@ -227,9 +271,7 @@ def test_a_claims_verdict_follows_its_interval(monkeypatch) -> None:
 
 
 def test_the_odds_verdict_needs_plain_to_fall_and_contempt_to_gain_past_it(monkeypatch) -> None:
-    spec = importlib.util.spec_from_file_location("fidelity", ROOT / "scripts" / "fidelity.py")
-    fidelity = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fidelity)
+    fidelity = import_module("scripts.fidelity")
 
     def odds(scores: dict[str, list[float]]) -> dict:
         cells = [{"n_scl": n, "visits": v, "score": s, "score_low": s - 0.1, "score_high": s + 0.1, "games": 400}
@@ -247,7 +289,7 @@ def test_the_odds_verdict_needs_plain_to_fall_and_contempt_to_gain_past_it(monke
 
 def fidelity_reading(root: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
     """scripts/fidelity.py reading its results files from `root`/results (made empty) instead of the repository's."""
-    fidelity = load_script("fidelity")
+    fidelity = import_module("scripts.fidelity")
     (root / "results").mkdir()
     monkeypatch.setattr(fidelity, "ROOT", root)
     return fidelity
@@ -354,7 +396,7 @@ def test_the_hour_sweeps_verdicts_wait_for_two_paired_seeds_of_each_variant(tmp_
     contempt = fidelity.hour_variant_claim(("contempt_5", "contempt_28"), "n_scl off / 5 / 28", "p", "c")
     tdleaf = fidelity.hour_variant_claim(("tdleaf_0.7",), "lambda 0.7", "p", "c")
     assert contempt()["verdict"] == tdleaf()["verdict"] == "not measured"  # no sweep file yet
-    summarise = load_script("variants_connect_four")
+    summarise = import_module("lab.connect_four.variants_connect_four")
     order = ["alphazero", "contempt_5", "contempt_28", "tdleaf_0.7"]
 
     def run(variant: str, seed: int, errors: float) -> dict:
@@ -393,8 +435,8 @@ def test_the_hour_sweeps_verdicts_wait_for_two_paired_seeds_of_each_variant(tmp_
 
 
 def test_playout_caps_are_also_compared_with_alphazero_after_the_same_number_of_search_simulations() -> None:
-    fidelity = load_script("fidelity")
-    summarise = load_script("variants_connect_four")
+    fidelity = import_module("scripts.fidelity")
+    summarise = import_module("lab.connect_four.variants_connect_four")
 
     def run(variant: str, seed: int, errors: list[float]) -> dict:
         return dict(variant=variant, seed=seed, curve=[dict(step=step, error_rate=e)
@@ -420,7 +462,7 @@ def test_playout_caps_are_also_compared_with_alphazero_after_the_same_number_of_
 def test_a_variant_that_searches_less_is_judged_at_equal_search_and_its_equal_positions_area_is_only_reported(
         tmp_path, monkeypatch) -> None:
     fidelity = fidelity_reading(tmp_path, monkeypatch)
-    summarise = load_script("variants_connect_four")
+    summarise = import_module("lab.connect_four.variants_connect_four")
 
     def run(variant: str, seed: int, errors: list[float]) -> dict:
         return dict(variant=variant, seed=seed, curve=[dict(step=step, self_play_positions=step, sets={}, error_rate=e)
@@ -441,7 +483,7 @@ def test_a_variant_that_searches_less_is_judged_at_equal_search_and_its_equal_po
 
 
 def test_the_hour_sweeps_round_robin_pools_every_game_between_a_variants_seeds_and_alphazeros() -> None:
-    fidelity = load_script("fidelity")
+    fidelity = import_module("scripts.fidelity")
 
     def pairing(a: str, b: str, wins: int, draws: int, losses: int) -> dict:
         return dict(name_a=a, name_b=b, wins=wins, draws=draws, losses=losses)
@@ -478,7 +520,7 @@ def test_a_round_robin_says_which_of_its_networks_came_from_a_rerun_of_the_sweep
 
 
 def test_the_hour_claims_read_every_round_robin_of_the_sweeps_networks() -> None:
-    fidelity = load_script("fidelity")
+    fidelity = import_module("scripts.fidelity")
     arenas = fidelity.hour_round_robins()
     assert "results/arena/connect_four_hour_sweep/results.json" in arenas
     claim = fidelity.hour_variant_claim(("contempt_5",), "n_scl 5", "p", "c")()
@@ -488,7 +530,7 @@ def test_the_hour_claims_read_every_round_robin_of_the_sweeps_networks() -> None
 
 def test_docs_methods_has_every_section_the_code_cites() -> None:
     cited = set()
-    for folder in ("azjax", "scripts", "tests"):
+    for folder in ("azjax", "scripts", "lab", "tests"):
         for file in (ROOT / folder).rglob("*.py"):
             text = file.read_text()
             cited.update(int(n) for n in re.findall(r"(?:docs/methods|METHODS)\.md,? sections? (\d+)", text))

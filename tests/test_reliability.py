@@ -1,7 +1,7 @@
 """Reliability under faults and bad input, at test scale: the GTP and UCI engines fuzzed through a pipe
 (and property-based in-process), bad flags, configs and model files, damaged checkpoints skipped on
 resume, and a training run killed with SIGKILL and resumed exactly. The full-scale counts come from
-scripts/fuzz_engines.py and scripts/soak_resume.py (results/reliability.json)."""
+lab/reliability/fuzz_engines.py and lab/reliability/soak_resume.py (results/reliability.json)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import os
 import shutil
 import sys
 import threading
+from importlib import import_module
 from pathlib import Path
 
 import chess
@@ -19,11 +20,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import load_script
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import azjax.tools.fuzz as fuzz
+import lab.reliability.fuzz as fuzz
 from azjax import checkpoint as ckpt
 from azjax.cli import main
 from azjax.config import Config
@@ -31,10 +31,10 @@ from azjax.engines.engine import Engine
 from azjax.engines.gtp import GTPEngine, clean_line
 from azjax.engines.lc0 import SearchResult
 from azjax.engines.uci import UCIEngine
-from azjax.tools.fuzz import check_gtp_reply, fuzz_gtp, fuzz_uci, make_untrained_model
 from azjax.train.driver import NumericalFault, numerical_fault, train
 from azjax.train.loop import Trainer
 from azjax.train.run_dir import read_csv
+from lab.reliability.fuzz import check_gtp_reply, fuzz_gtp, fuzz_uci, make_untrained_model
 
 REPO = Path(fuzz.__file__).parents[2]
 
@@ -373,7 +373,7 @@ def test_a_metrics_row_cut_short_by_a_kill_is_dropped_on_reading(tmp_path):
 
 @pytest.mark.slow
 def test_a_run_killed_with_sigkill_resumes_to_the_same_metrics_and_parameters(tmp_path, tiny_overrides):
-    from azjax.tools.soak import soak
+    from lab.reliability.soak import soak
 
     # Every field as a flag: the same config as the in-process tests, so the children reuse their compiles.
     # Games end and SGD runs from step 3 of the 4: the final parameters compared are trained ones, and a kill after
@@ -400,7 +400,7 @@ def _error_lines(err: str) -> str:
 
 
 def test_memory_is_flat_only_when_the_heap_stays_within_ten_percent_of_its_five_minute_value():
-    soak = load_script("memory_soak")
+    soak = import_module("lab.reliability.memory_soak")
     # [seconds, anonymous MiB, total MiB]: the total falls when the kernel drops file pages; the heap is flat.
     flat = soak.summarize([[0.0, 90.0, 100.0], [300.0, 1000.0, 1400.0], [1800.0, 1050.0, 1100.0],
                            [3600.0, 990.0, 1390.0]], budget_s=3600.0)
@@ -442,7 +442,7 @@ def test_the_memory_soak_samples_a_running_command_and_keeps_other_sections(tmp_
     code = "import sys, time; time.sleep(1.5); assert sys.argv[-2:] == ['--minutes', '0.5']"
     argv = ["--minutes", "0.5", "--every", "0.2", "--out", str(out), "--log", str(tmp_path / "log"),
             "--", sys.executable, "-c", code]
-    assert load_script("memory_soak").main(argv) == 0
+    assert import_module("lab.reliability.memory_soak").main(argv) == 0
     data = json.loads(out.read_text())
     assert data["fuzz"] == {"lines": 1} and data["memory"]["exit_code"] == 0
     assert len(data["memory"]["samples"]) >= 3 and all(m > 0 for _, _, m in data["memory"]["samples"])

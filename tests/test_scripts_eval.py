@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from importlib import import_module
 from pathlib import Path
 
 import chess
@@ -12,7 +13,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import load_script
 from outside_programs import open_spiel
 
 from azjax.build import game_named as base_game
@@ -141,7 +141,7 @@ def test_without_a_path_the_pons_sets_load_from_the_copy_in_the_package():
 def test_a_pons_scripts_recorded_arguments_name_no_path_of_the_machine_by_default(script, argv):
     """The scripts write their arguments into results/: the default data file is recorded as None (the packaged
     copy), not as where the package happens to be installed."""
-    module = load_script(script)
+    module = import_module(f"lab.connect_four.{script}")
     args = module.build_parser().parse_args(argv) if hasattr(module, "build_parser") else module.parse_args(argv)
     assert args.data is None
 
@@ -150,9 +150,9 @@ def test_a_pons_scripts_recorded_arguments_name_no_path_of_the_machine_by_defaul
 def test_pons_values_script_writes_each_sets_values_by_result_and_the_command(tiny_model, tmp_path):
     out = tmp_path / "values.json"
     argv = [tiny_model, "--data", str(SAMPLE), "--sets", "begin_hard", "end_easy", "--search", "--out", str(out)]
-    assert load_script("pons_values").main(argv) == 0
+    assert import_module("lab.connect_four.pons_values").main(argv) == 0
     data = json.loads(out.read_text())
-    assert data["command"].startswith("python scripts/pons_values.py ")
+    assert data["command"].startswith("python -m lab.connect_four.pons_values ")
     (model,) = data["results"]
     assert model["model"] == tiny_model and [r["set"] for r in model["sets"]] == ["begin_hard", "end_easy"]
     assert model["search"]["simulations"] >= 1
@@ -180,9 +180,9 @@ def test_pons_coverage_splits_the_errors_by_whether_self_play_reached_the_positi
     out = tmp_path / "coverage.json"
     argv = [str(tmp_path / "run"), f"policy:{tiny_model}", "--data", str(SAMPLE), "--sets", "begin_hard",
             "--limit", "8", "--out", str(out)]
-    assert load_script("pons_coverage").main(argv) == 0
+    assert import_module("lab.connect_four.pons_coverage").main(argv) == 0
     summary = json.loads(out.read_text())
-    assert summary["command"].startswith("python scripts/pons_coverage.py ") and summary["step"] == 7
+    assert summary["command"].startswith("python -m lab.connect_four.pons_coverage ") and summary["step"] == 7
     (row,) = summary["results"][0]["sets"]
     assert (row["visited"]["positions"], row["unvisited"]["positions"]) == (3, 5)
     policy = summary["results"][0]["spec"]
@@ -197,10 +197,10 @@ def test_pons_script_writes_error_rates_with_intervals_and_the_command(tiny_mode
     out = tmp_path / "pons.json"
     argv = [f"{tiny_model}:2:search=puct", f"policy:{tiny_model}", "--data", str(SAMPLE),
             "--sets", "begin_hard", "end_easy", "--limit", "8", "--out", str(out)]  # fmt: skip
-    assert load_script("pons_benchmark").main(argv) == 0
+    assert import_module("lab.connect_four.pons_benchmark").main(argv) == 0
     summary = json.loads(out.read_text())
-    assert summary["command"].startswith("python scripts/pons_benchmark.py ") and "--sets begin_hard end_easy" in (
-        summary["command"])
+    assert summary["command"].startswith("python -m lab.connect_four.pons_benchmark ")
+    assert "--sets begin_hard end_easy" in summary["command"]
     assert [r["spec"] for r in summary["results"]] == argv[:2]
     for r in summary["results"]:
         assert [s["set"] for s in r["sets"]] == ["begin_hard", "end_easy"]
@@ -215,7 +215,7 @@ def test_pons_script_writes_error_rates_with_intervals_and_the_command(tiny_mode
 
 
 def test_vs_mcts_solver_says_how_to_install_open_spiel_when_it_is_missing(monkeypatch):
-    solver = load_script("vs_mcts_solver")
+    solver = import_module("lab.connect_four.vs_mcts_solver")
     monkeypatch.setitem(sys.modules, "pyspiel", None)  # makes `import pyspiel` fail
     with pytest.raises(SystemExit, match="pip install open-spiel"):
         solver.import_open_spiel()
@@ -223,7 +223,7 @@ def test_vs_mcts_solver_says_how_to_install_open_spiel_when_it_is_missing(monkey
 
 def test_pgx_and_open_spiel_columns_reach_the_same_positions_and_results(game):
     pyspiel = open_spiel()
-    solver = load_script("vs_mcts_solver")
+    solver = import_module("lab.connect_four.vs_mcts_solver")
     spiel_game = pyspiel.load_game("connect_four")
     rng = np.random.default_rng(0)
     step = jax.jit(game.step)
@@ -254,9 +254,9 @@ def test_vs_mcts_solver_script_plays_both_colours_after_each_opening(tiny_model,
     out = tmp_path / "solver.json"
     argv = [f"policy:{tiny_model}", "--games", "4", "--simulations", "20", "--random_opening_plies", "2",
             "--out", str(out)]  # fmt: skip
-    assert load_script("vs_mcts_solver").main(argv) == 0
+    assert import_module("lab.connect_four.vs_mcts_solver").main(argv) == 0
     summary = json.loads(out.read_text())
-    assert summary["command"].startswith("python scripts/vs_mcts_solver.py policy:")
+    assert summary["command"].startswith("python -m lab.connect_four.vs_mcts_solver policy:")
     r = summary["result"]
     assert r["games"] == 4 and r["wins"] + r["draws"] + r["losses"] == 4
     assert r["score"] == (r["wins"] + 0.5 * r["draws"]) / 4 and r["score_low"] <= r["score"] <= r["score_high"]
@@ -272,7 +272,7 @@ def test_vs_mcts_solver_script_plays_both_colours_after_each_opening(tiny_model,
 
 
 def test_the_odds_giver_always_moves_second_and_results_are_from_its_view(game):
-    odds = load_script("contempt_odds_connect_four")
+    odds = import_module("lab.contempt.contempt_odds_connect_four")
     # The opponent's first move is random, then it stacks the rightmost column; the giver stacks the
     # leftmost. The giver, moving second, completes column 1 first unless the random move was in column 7.
     opponent = column_agent("right", rightmost=True)
@@ -295,9 +295,10 @@ def test_contempt_odds_script_writes_cells_and_a_plot(tiny_model, tmp_path):
     out, png = tmp_path / "odds.json", tmp_path / "odds.png"
     argv = ["--checkpoint", tiny_model, "--opponent", "random", "--visits", "4", "--n_scl", "off", "28", "2",
             "--games", "4", "--out", str(out), "--plot", str(png)]  # fmt: skip
-    assert load_script("contempt_odds_connect_four").main(argv) == 0
+    assert import_module("lab.contempt.contempt_odds_connect_four").main(argv) == 0
     summary = json.loads(out.read_text())
-    assert "partial" not in summary and summary["command"].startswith("python scripts/contempt_odds_connect_four.py")
+    assert "partial" not in summary
+    assert summary["command"].startswith("python -m lab.contempt.contempt_odds_connect_four")
     cells = summary["cells"]
     assert [(c["visits"], c["n_scl"]) for c in cells] == [(4, "off"), (4, 28), (4, 2)]
     for c in cells:
@@ -309,7 +310,7 @@ def test_contempt_odds_script_writes_cells_and_a_plot(tiny_model, tmp_path):
 
 
 def test_variants_summary_pairs_seeds_and_reports_the_area_under_each_curve(tmp_path):
-    variants = load_script("variants_connect_four")
+    variants = import_module("lab.connect_four.variants_connect_four")
     assert variants.area_under_curve([0, 1, 3], [0.4, 0.2, 0.2]) == pytest.approx((0.3 + 0.4) / 3)
 
     def run(variant, seed, errors):
@@ -331,14 +332,15 @@ def test_variants_summary_pairs_seeds_and_reports_the_area_under_each_curve(tmp_
 
 
 def test_a_resumed_variants_sweep_keeps_the_runs_it_has_and_refuses_one_graded_differently(tmp_path):
-    variants = load_script("variants_connect_four")
+    variants = import_module("lab.connect_four.variants_connect_four")
     args = variants.build_parser().parse_args(["--variants", "alphazero", "contempt_5", "--seeds", "1",
                                                "--num_steps", "2", "--evals", "1", "--plot", ""])
     curve = [dict(self_play_positions=x, error_rate=0.3) for x in (1000, 2000)]
     runs = [dict(variant=v, seed=0, curve=curve) for v in ("alphazero", "contempt_5", "tdleaf_0.7")]
     out = tmp_path / "v.json"
-    out.write_text(json.dumps(dict(args=vars(args), runs=runs, command="python scripts/variants_connect_four.py "
-                                   "--first", renamed="made as w.json", devices=[str(d) for d in jax.local_devices()])))
+    out.write_text(json.dumps(dict(args=vars(args), runs=runs,
+                                   command="python -m lab.connect_four.variants_connect_four --first",
+                                   renamed="made as w.json", devices=[str(d) for d in jax.local_devices()])))
     assert [r["variant"] for r in variants.resumable_runs(json.loads(out.read_text()), args,
                                                           [str(d) for d in jax.local_devices()])] == [
         "alphazero", "contempt_5", "tdleaf_0.7"]  # a variant this sweep does not run is kept, not dropped
@@ -351,7 +353,7 @@ def test_a_resumed_variants_sweep_keeps_the_runs_it_has_and_refuses_one_graded_d
     assert summary["variants"] == ["alphazero", "tdleaf_0.7", "contempt_5"]  # in VARIANTS' order
     assert summary["variant_switches"]["tdleaf_0.7"] == dict(td_lambda=0.7)
     # The file still says where its runs came from.
-    assert summary["earlier_commands"] == ["python scripts/variants_connect_four.py --first"]
+    assert summary["earlier_commands"] == ["python -m lab.connect_four.variants_connect_four --first"]
     assert summary["renamed"] == "made as w.json"
     with pytest.raises(SystemExit, match="--num_steps 2, not 3"):
         variants.main([*argv[:6], "3", *argv[7:]])
@@ -362,7 +364,7 @@ def test_a_resumed_variants_sweep_keeps_the_runs_it_has_and_refuses_one_graded_d
 
 
 def test_a_variants_sweep_refuses_a_contempt_setting_its_simulation_budget_makes_inert_before_running_any(tmp_path):
-    variants = load_script("variants_connect_four")
+    variants = import_module("lab.connect_four.variants_connect_four")
     out = tmp_path / "v.json"
     with pytest.raises(SystemExit, match="contempt_28 with --preset hour: n_scl 28 is inert"):
         variants.main(["--preset", "hour", "--variants", "alphazero", "contempt_28", "--seeds", "1", "--num_steps",
@@ -373,7 +375,7 @@ def test_a_variants_sweep_refuses_a_contempt_setting_its_simulation_budget_makes
 @pytest.mark.slow
 def test_a_variants_run_cut_off_by_its_minutes_goes_on_from_its_checkpoint_as_if_never_stopped(tmp_path,
                                                                                                tiny_overrides):
-    variants = load_script("variants_connect_four")
+    variants = import_module("lab.connect_four.variants_connect_four")
     tiny = [f"{k}={v}" for k, v in tiny_overrides.items() if k not in ("num_steps", "eval_every")]
     argv = ["--variants", "alphazero", "--seeds", "1", "--num_steps", "4", "--evals", "2", "--sims", "2",
             "--sets", "begin_easy", "--limit", "4", "--mcts_games", "0", "--probe_games", "0", "--plot", "",
@@ -401,7 +403,7 @@ def test_a_variants_run_cut_off_by_its_minutes_goes_on_from_its_checkpoint_as_if
 
 @pytest.mark.slow
 def test_a_variants_run_keeps_its_final_network_as_a_model_an_arena_can_load(tmp_path, tiny_overrides):
-    variants = load_script("variants_connect_four")
+    variants = import_module("lab.connect_four.variants_connect_four")
     # 8 simulations a move: at the tiny 4, n_scl 5 never freezes a node and the script refuses the run as inert.
     overrides = {**tiny_overrides, "num_simulations": 8}
     tiny = [f"{k}={v}" for k, v in overrides.items() if k not in ("num_steps", "eval_every")]
@@ -430,7 +432,7 @@ def pgn_game(game_id: str, white: str, black: str, moves: str) -> str:
 
 
 def test_chess_endings_counts_how_each_pairings_games_ended_from_the_first_agents_side(tmp_path):
-    endings = load_script("chess_endings")
+    endings = import_module("lab.chess_probes.chess_endings")
     arena = tmp_path / "arena"
     arena.mkdir()
     (arena / "results.json").write_text(json.dumps({"pairings": [{"name_a": "model:64", "name_b": "random"},
@@ -452,7 +454,7 @@ def test_chess_endings_counts_how_each_pairings_games_ended_from_the_first_agent
 
 @pytest.mark.slow
 def test_chess_tactics_finds_the_solving_moves_and_counts_the_mates_a_model_missed(models, tmp_path):
-    tactics = load_script("chess_tactics")
+    tactics = import_module("lab.chess_probes.chess_tactics")
     assert tactics.solving_moves(chess.Board("6k1/5ppp/8/8/8/8/5PPP/R5K1 w - - 0 1")) == ["a1a8"]  # mate first
     free_queen = chess.Board("rnbqkbnr/pppp1ppp/4p3/3Q4/4P3/8/PPPP1PPP/RNB1KBNR b KQkq - 1 2")
     assert tactics.solving_moves(free_queen) == ["e6d5"]  # the most valuable capture
@@ -478,7 +480,7 @@ def test_chess_tactics_finds_the_solving_moves_and_counts_the_mates_a_model_miss
 
 
 def test_time_tests_reads_pytests_summary_line_and_refuses_output_without_one():
-    time_tests = load_script("time_tests")
+    time_tests = import_module("scripts.time_tests")
     output = "....F\n=== short test summary info ===\nFAILED tests/x.py::t\n==== 1 failed, 4 passed in 2.50s ====\n"
     assert time_tests.summary_line(output) == "1 failed, 4 passed in 2.50s"
     assert time_tests.summary_line("668 passed in 209.52s (0:03:29)") == "668 passed in 209.52s (0:03:29)"
@@ -487,7 +489,7 @@ def test_time_tests_reads_pytests_summary_line_and_refuses_output_without_one():
 
 
 def test_time_tests_sums_the_slowest_tests_by_module_largest_first():
-    time_tests = load_script("time_tests")
+    time_tests = import_module("scripts.time_tests")
     output = ("12.50s call     tests/a.py::test_x\n3.00s setup    tests/b.py::test_y\n"
               "2.25s call     tests/a.py::test_z[p]\n")
     rows = time_tests.slowest(output)
@@ -497,7 +499,7 @@ def test_time_tests_sums_the_slowest_tests_by_module_largest_first():
 
 
 def test_time_tests_keeps_pytests_slowest_tests():
-    time_tests = load_script("time_tests")
+    time_tests = import_module("scripts.time_tests")
     output = ("==== slowest 25 durations ====\n200.41s call     tests/test_runbook.py::test_tiny\n"
               "9.29s teardown tests/a.py::test_b[x-1]\n(10 durations < 0.005s hidden.)\n")
     assert time_tests.slowest(output) == [
@@ -508,17 +510,17 @@ def test_time_tests_keeps_pytests_slowest_tests():
 @pytest.mark.slow
 def test_sgd_scan_bench_times_each_form_and_records_its_command(tmp_path):
     out = tmp_path / "sgd_scan.json"
-    assert load_script("bench_sgd_scan").main(["--repeats", "2", "--rounds", "1", "--batch_size", "4",
+    assert import_module("scripts.bench_sgd_scan").main(["--repeats", "2", "--rounds", "1", "--batch_size", "4",
                                                 "--out", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert data["command"].startswith("python scripts/bench_sgd_scan.py --repeats 2") and data["batch"] == 4
+    assert data["command"].startswith("python -m scripts.bench_sgd_scan --repeats 2") and data["batch"] == 4
     for name in ("forward", "gradient"):
         assert set(data[name]["seconds"]) == {"separate_calls", "rolled_scan", "unrolled_scan"}
         assert all(s > 0 for s in data[name]["seconds"].values()) and data[name]["rolled_over_separate"] > 0
 
 
 def test_the_xla_flags_bench_gives_each_sets_medians_as_ratios_to_the_first_set():
-    bench = load_script("bench_xla_flags")
+    bench = import_module("scripts.bench_xla_flags")
     figures = lambda compile_s, step_s: dict(xla_compile_s=compile_s, trace_s=1.0, lower_s=1.0,  # noqa: E731
                                              first_step_s=compile_s + 2, step_s=step_s)
     runs = [dict(flags="", figures=figures(10.0, 0.1)), dict(flags="-f", figures=figures(4.0, 0.1)),
@@ -535,30 +537,31 @@ def test_the_xla_flags_bench_gives_each_sets_medians_as_ratios_to_the_first_set(
 @pytest.mark.slow
 def test_the_xla_flags_bench_builds_the_tiny_loop_in_a_process_of_each_flag_set(tmp_path):
     out = tmp_path / "flags.json"
-    assert load_script("bench_xla_flags").main(["--tiny", "--steps", "1", "--repeats", "1", "--out", str(out), "--",
-                                                "--xla_backend_optimization_level=0"]) == 0
+    bench = import_module("scripts.bench_xla_flags")
+    assert bench.main(["--tiny", "--steps", "1", "--repeats", "1", "--out", str(out), "--",
+                       "--xla_backend_optimization_level=0"]) == 0
     data = json.loads(out.read_text())
     (run,) = data["runs"]
     assert run["flags"] == "--xla_backend_optimization_level=0" and run["figures"]["xla_compile_s"] > 0
     assert run["figures"]["first_step_s"] > run["figures"]["step_s"] > 0
     assert data["flag_sets"][0]["ratio_to_first"]["xla_compile_s"] == 1.0 and data["overrides"]["num_envs"] == 8
-    assert data["command"].startswith("python scripts/bench_xla_flags.py --tiny")
+    assert data["command"].startswith("python -m scripts.bench_xla_flags --tiny")
 
 
 @pytest.mark.slow
 def test_go_rules_bench_times_both_rule_sets_and_records_its_command(tmp_path):
     out = tmp_path / "go_rules.json"
-    assert load_script("bench_go_rules").main(["--sizes", "7", "--batches", "4", "--plies", "2", "--rounds", "1",
-                                           "--out", str(out)]) == 0
+    bench = import_module("scripts.bench_go_rules")
+    assert bench.main(["--sizes", "7", "--batches", "4", "--plies", "2", "--rounds", "1", "--out", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert data["command"].startswith("python scripts/bench_go_rules.py --sizes 7")
+    assert data["command"].startswith("python -m scripts.bench_go_rules --sizes 7")
     (row,) = data["rows"]
     assert set(row["median_seconds"]) == {"pgx_env", "azjax_env", "game_step_on_pgx", "game_step_on_azjax"}
     assert row["env_speedup"] > 0 and row["game_step_speedup"] > 0
 
 
 def test_the_material_probe_pairs_a_position_a_queen_up_with_it_a_queen_down(tmp_path):
-    probe = load_script("material_probe")
+    probe = import_module("lab.chess_probes.material_probe")
     games = tmp_path / "games.pgn"
     write_collection(games, [
         pgn_game("00_a_vs_b_0000", "a", "b", "e2e4 e7e5 g1f3 b8c6 f1c4 g8f6 d2d3 f8c5 b1c3 d7d6"),
@@ -574,7 +577,7 @@ def test_the_material_probe_pairs_a_position_a_queen_up_with_it_a_queen_down(tmp
 
 
 def test_the_mate_probe_finds_each_position_with_a_mate_in_one_and_its_mating_moves(tmp_path):
-    probe = load_script("mate_probe")
+    probe = import_module("lab.chess_probes.mate_probe")
     fools_mate = "f2f3 e7e5 g2g4 d8h4"  # Black mates in one before its second move
     for arena in ("a", "b"):  # the same position in two collections is probed once
         write_collection(tmp_path / arena / "games.pgn", [pgn_game("00_x_vs_y_0000", "x", "y", fools_mate)])
@@ -588,7 +591,7 @@ def test_the_mate_probe_finds_each_position_with_a_mate_in_one_and_its_mating_mo
 
 
 def test_pack_games_packs_an_arenas_single_records_into_the_collection_the_arena_writes_now(tmp_path):
-    pack = load_script("pack_games")
+    pack = import_module("scripts.pack_games")
     plays = {"go_9x9": (["D4", "E5", "pass", "pass"], "B+3.5", ".sgf"), "chess": (["e2e4", "e7e5"], "*", ".pgn"),
              "connect_four": (["4", "4", "3"], "*", ".txt")}
     expected = {}
@@ -618,7 +621,7 @@ def test_pack_games_packs_an_arenas_single_records_into_the_collection_the_arena
 
 @pytest.mark.slow
 def test_the_mate_probe_searches_each_position_through_analyze_and_names_one_it_cannot_set_up(tmp_path, models):
-    probe = load_script("mate_probe")
+    probe = import_module("lab.chess_probes.mate_probe")
     fools_mate = "rnbqkbnr/pppp1ppp/8/4p3/6P1/5P2/PPPPP2P/RNBQKBNR b KQkq - 0 2"
     (tmp_path / "mates.txt").write_text(f"# a comment\n{fools_mate} ; d8h4\n{chess.STARTING_FEN} ; e2e4\n")
     out = tmp_path / "probe.json"
@@ -635,5 +638,5 @@ def test_the_mate_probe_searches_each_position_through_analyze_and_names_one_it_
 
 def test_the_sweep_bench_refuses_more_runs_alone_than_seeds_in_one_line(capsys):
     with pytest.raises(SystemExit):
-        load_script("bench_sweep").main(["--seeds", "2", "--sequential_runs", "3"])
+        import_module("scripts.bench_sweep").main(["--seeds", "2", "--sequential_runs", "3"])
     assert "--sequential_runs must be in 0..--seeds (2), got 3" in capsys.readouterr().err

@@ -245,10 +245,10 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 def bench_parser() -> Parser:
-    """The bench's own flags (`azjax.tools.bench.add_arguments`) under this CLI's rules: no abbreviations, one-line
+    """The bench's own flags (`azjax.train.bench.add_arguments`) under this CLI's rules: no abbreviations, one-line
     errors, and the numbers checked, so a bad flag is refused before the bench compiles anything."""
     from azjax.config import PRESETS
-    from azjax.tools.bench import add_arguments
+    from azjax.train.bench import add_arguments
 
     p = Parser(prog="azjax bench")
     add_arguments(p)
@@ -279,7 +279,7 @@ def check_bench_flags(flags: list[str]) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from azjax.tools.bench import main as bench_main
+    from azjax.train.bench import main as bench_main
 
     flags = args.argv[args.argv.index("bench") + 1:]
     return bench_main([a for a in flags if a != "--no-compile-cache"])
@@ -403,7 +403,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=any_int, default=0)
     p.set_defaults(func=cmd_play)
 
-    # The bench parses its own flags (`python -m azjax.tools.bench --help`): the CLI hands them on unread.
+    # The bench parses its own flags (`python -m azjax.train.bench --help`): the CLI hands them on unread.
     p = sub.add_parser("bench", add_help=False,
                        help="self-play speed against the network-only ceiling and a plain loop")
     p.set_defaults(func=cmd_bench)
@@ -470,7 +470,7 @@ def main(argv: list[str] | None = None) -> int:
             check_bench_flags(flags)
     enable_compilation_cache(enabled=not args.no_compile_cache, announce=True)
     if os.environ.get("AZJAX_LOG_COMPILES", "0").lower() not in ("", "0", "off", "false"):
-        from azjax.tools.compile_log import log_compiles
+        from azjax.compile_log import log_compiles
 
         log_compiles()  # one line on stderr per compilation (what compiles when, e.g. after an engine's readyok)
     try:

@@ -200,7 +200,7 @@ class LocalSizes:
 def _named(fn: Callable, name: str) -> Callable:
     """`fn` under the name `name`. JAX names the program it compiles after the function it jits: the loop's
     init and step keep the names they have always had (`jit(_init_local)`, `jit(_step_local)`), which the persistent
-    compilation cache's entries (`jit__step_local-...`), `azjax.tools.compile_watch.STEP_FUNCTION` and the
+    compilation cache's entries (`jit__step_local-...`), `lab.reliability.compile_watch.STEP_FUNCTION` and the
     committed measurements use."""
 
     @functools.wraps(fn)

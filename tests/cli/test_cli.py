@@ -9,10 +9,10 @@ import os
 import signal
 import subprocess
 import sys
+from importlib import import_module
 from pathlib import Path
 
 import pytest
-from conftest import load_script
 
 from azjax.cli import main
 from azjax.engines.records import read_collection
@@ -197,7 +197,7 @@ def test_bench_times_a_win_draw_loss_network_given_as_a_config_flag(tmp_path):
 
 
 def test_the_bench_script_rewrites_the_committed_measurement_unless_given_another_out():
-    with_out = load_script("bench_selfplay").with_results_out
+    with_out = import_module("scripts.bench_selfplay").with_results_out
     assert with_out(["--game", "go_9x9"]) == ["--game", "go_9x9", "--out", "results/bench_selfplay.json"]
     assert with_out(["--out", "x.json"]) == ["--out", "x.json"] and with_out(["--out=x.json"]) == ["--out=x.json"]
 

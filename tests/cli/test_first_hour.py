@@ -13,10 +13,10 @@ import re
 import shutil
 import subprocess
 import sys
+from importlib import import_module
 from pathlib import Path
 
 import pytest
-from conftest import load_script
 
 from azjax.cli import main
 from azjax.config import preset
@@ -229,7 +229,7 @@ def test_the_config_dump_names_the_preset_and_only_the_fields_that_differ():
 
 
 def test_the_fuzzer_rejects_malformed_lines_and_would_notice_one_that_slips_through():
-    fuzz_cli = load_script("fuzz_cli")
+    fuzz_cli = import_module("lab.reliability.fuzz_cli")
     result = fuzz_cli.fuzz(50, seed=0)
     assert result["lines"] == 50 and result["findings"] == [], result["findings"]
     assert set(result["by_command"]) == set(fuzz_cli.commands(Path("."), devices=1))

@@ -4,8 +4,8 @@ that one program (`azjax.search.policies.visit_plan`), analysis in chunks that `
 the clock's arithmetic (`azjax.engines.clock`), UCI's MultiPV, lc0's info fields and mate scores
 (`azjax.engines.mate`).
 
-The subprocess tests count compilations as `azjax.tools.compile_watch` does (JAX's backend-compile event), through
-`AZJAX_LOG_COMPILES=1`, which makes `azjax` write one line per compile on stderr (`azjax.tools.compile_log`), read
+The subprocess tests count compilations as `lab.reliability.compile_watch` does (JAX's backend-compile event), through
+`AZJAX_LOG_COMPILES=1`, which makes `azjax` write one line per compile on stderr (`azjax.compile_log`), read
 here in order with stdout.
 """
 
@@ -28,6 +28,7 @@ import pytest
 from production_xla import production_jit
 from test_engines import WAIT, Session
 
+from azjax.compile_log import COMPILE_LOG_PREFIX
 from azjax.engines.clock import (
     MOVE_OVERHEAD_S,
     SpeedModel,
@@ -46,7 +47,6 @@ from azjax.games import make_game
 from azjax.search import SearchSpec
 from azjax.search.policies import visit_plan
 from azjax.search.readout import budgeted_search_statistics, search_statistics
-from azjax.tools.compile_log import COMPILE_LOG_PREFIX
 
 REPO = Path(__file__).resolve().parents[2]
 MATE_IN_ONE = "6k1/5ppp/8/8/8/8/8/R5K1 w - - 0 1"  # Ra8#

@@ -1,4 +1,4 @@
-"""scripts/engine_matches.py: azjax against Stockfish and GNU Go through UCI and GTP under a clock.
+"""lab/engines/engine_matches.py: azjax against Stockfish and GNU Go through UCI and GTP under a clock.
 
 A two-game match of the untrained models against each, at toy settings (4 visits, a 20+0.5 s clock, games cut at
 12 plies), and the Elo arithmetic on games whose answer is known.
@@ -7,13 +7,13 @@ A two-game match of the untrained models against each, at toy settings (4 visits
 from __future__ import annotations
 
 import json
+from importlib import import_module
 
 import chess
 import pytest
-from conftest import load_script
 from outside_programs import outside_program
 
-matches = load_script("engine_matches")
+matches = import_module("lab.engines.engine_matches")
 
 
 def test_an_even_score_against_an_anchor_is_the_anchor_s_elo_within_a_symmetric_interval():
@@ -50,7 +50,7 @@ def test_two_game_matches_against_stockfish_and_gnu_go_give_scores_and_elo_inter
                          "--stockfish_skill", "--gnugo_levels", "1", "--games", "2", "--clock", "20+0.5", "--visits",
                          "4", "--max_plies", "12", "--stockfish", stockfish, "--gnugo", gnugo, "--out", str(out)]) == 0
     result = json.loads(out.read_text())
-    assert result["command"].startswith("python scripts/engine_matches.py --chess")
+    assert result["command"].startswith("python -m lab.engines.engine_matches --chess")
     assert result["clock"] == {"base_s": 20.0, "increment_s": 0.5}
     rows = {row["opponent"]: row for row in result["rows"]}
     assert set(rows) == {"stockfish", "gnugo"} and rows["stockfish"]["setting"] == "UCI_Elo"

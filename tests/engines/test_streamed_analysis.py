@@ -24,7 +24,7 @@ from azjax.engines.gtp import GTPEngine
 from azjax.engines.lc0 import SearchResult, cp_from_q, wdl_from_q
 from azjax.engines.streaming import LineReader, analysis_cap
 from azjax.engines.uci import UCIEngine
-from azjax.tools.fuzz import PipeEngine
+from lab.reliability.fuzz import PipeEngine
 
 INTERVAL_CS = 10  # GTP interval in centiseconds: lines every 0.1 s once the searches are compiled
 

@@ -1,18 +1,19 @@
-"""scripts/tree_reuse_match.py: a two-game match of an untrained 1x8 7x7 Go network with a Gumbel search against
+"""lab/engines/tree_reuse_match.py: a two-game match of an untrained 1x8 7x7 Go network with a Gumbel search against
 itself, tree reuse on against off, at 32 visits at most and a generous time per move, games cut at 24 plies."""
 
 from __future__ import annotations
 
 import json
+from importlib import import_module
 
 import pytest
-from conftest import load_script, random_params
+from conftest import random_params
 
 from azjax.checkpoint import save_config, save_params
 from azjax.config import Config
 from azjax.games import make_game
 
-match = load_script("tree_reuse_match")
+match = import_module("lab.engines.tree_reuse_match")
 
 BUDGET = 2.0  # seconds per move; the tiny network searches 32 visits in well under 0.1 s
 MAX_VISITS = 32
@@ -35,7 +36,7 @@ def test_a_two_game_match_scores_reuse_on_against_off_and_keeps_both_sides_withi
                        "--max_visits", str(MAX_VISITS), "--start_visits", str(MAX_VISITS), "--calibration_plies", "8",
                        "--komi", "9.5", "--max_plies", "24", "--out", str(out)]) == 0
     d = json.loads(out.read_text())
-    assert d["command"].startswith("python scripts/tree_reuse_match.py --checkpoint")
+    assert d["command"].startswith("python -m lab.engines.tree_reuse_match --checkpoint")
     assert (d["game"], d["search"], d["komi"], d["seconds_per_move"], d["opening_plies"]) == \
         ("go_7x7", "gumbel", 9.5, BUDGET, 2)
     assert d["games"] == 2 and d["wins"] + d["draws"] + d["losses"] == 2 and d["draws"] == 0  # half-integer komi

@@ -11,13 +11,13 @@ import math
 import os
 import subprocess
 import sys
+from importlib import import_module
 from pathlib import Path
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import load_script
 from outside_programs import outside_program
 from scipy import integrate, stats
 
@@ -514,7 +514,7 @@ def test_tiny_sai_cli_config_is_the_loop_tests_config(sai_tiny_overrides: dict) 
     want = preset("go_7x7", **sai_tiny_overrides)
     host_only = ("checkpoint_every", "eval_simulations", "log_every")
     assert preset("go_7x7", **config_overrides(args)).replace(**{k: getattr(want, k) for k in host_only}) == want
-    # scripts/sai_7x7.py starts from the "sai" preset; the flags override every loop field where it differs.
+    # lab/sai_7x7/sai_7x7.py starts from the "sai" preset; the flags override every loop field where it differs.
     assert preset("go_7x7", "sai", **config_overrides(args)).replace(**{k: getattr(want, k) for k in host_only}) == want
 
 
@@ -544,7 +544,7 @@ def test_cli_train_and_analyze_sai(tmp_path, capsys) -> None:
 
 
 def test_sai_7x7_script_starts_from_the_chosen_sai_preset_with_the_command_lines_fields() -> None:
-    script = load_script("sai_7x7")
+    script = import_module("lab.sai_7x7.sai_7x7")
     assert script.fresh_config(script.parse_args([])) == preset("go_7x7", "sai")
     gpu = script.fresh_config(script.parse_args(["--preset", "sai_full", "--steps", "300", "--num_simulations", "32"]))
     assert gpu == preset("go_7x7", "sai_full", num_steps=300, num_simulations=32)
@@ -563,7 +563,7 @@ def test_the_gpu_sai_preset_is_the_cpu_one_at_the_papers_network_size_with_the_s
 @pytest.mark.slow
 def test_sai_7x7_script_end_to_end(tmp_path) -> None:
     out = tmp_path / "sai_7x7.json"
-    cmd = [sys.executable, str(ROOT / "scripts" / "sai_7x7.py"), "--steps", "8", "--minutes", "30",
+    cmd = [sys.executable, "-m", "lab.sai_7x7.sai_7x7", "--steps", "8", "--minutes", "30",
            "--run_dir", str(tmp_path / "run"), "--out", str(out), "--plot", str(tmp_path / "sai_7x7.png"),
            "--model_dir", str(tmp_path / "model"), *CLI_TINY]
     # On the CPU split in two, as the committed seeds ran: the script must split it before JAX starts.
@@ -572,7 +572,7 @@ def test_sai_7x7_script_end_to_end(tmp_path) -> None:
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
     data = json.loads(out.read_text())
-    assert len(data["devices"]) == 2 and data["command"].startswith("AZJAX_CPU_DEVICES=2 python scripts/sai_7x7.py")
+    assert len(data["devices"]) == 2 and data["command"].startswith("AZJAX_CPU_DEVICES=2 python -m lab.sai_7x7.sai_7x7")
     pairs = data["empty_board_black_lead"]
     assert len(pairs) == 8 and all(len(p) == 2 and p[0] > 0 for p in pairs)
     assert np.isfinite(data["final_empty_board_black_lead"])
@@ -581,11 +581,11 @@ def test_sai_7x7_script_end_to_end(tmp_path) -> None:
     assert json.loads((tmp_path / "model" / "config.json").read_text())["value_head"] == "sai"
 
 
-# ---------------------------------------------------------------- scripts/sai_komi_curve.py
+# ---------------------------------------------------------------- lab/sai_7x7/sai_komi_curve.py
 
 
 def test_komi_curve_fit_recovers_the_sigmoid_that_made_the_scores() -> None:
-    curve = load_script("sai_komi_curve")
+    curve = import_module("lab.sai_7x7.sai_komi_curve")
     komis = np.array([-10.5, -0.5, 4.5, 8.5, 9.5, 14.5, 19.5, 29.5])
     for alpha, beta in ((9.0, 0.3), (6.2, 0.08), (-3.0, 1.2)):
         scores = 1.0 / (1.0 + np.exp(-beta * (alpha - komis)))
@@ -595,7 +595,7 @@ def test_komi_curve_fit_recovers_the_sigmoid_that_made_the_scores() -> None:
 
 def test_komi_curve_fit_puts_a_clean_drop_between_the_komis_where_it_happens() -> None:
     # Perfect 7x7 play: Black wins every game at komi 8.5 and loses every game at 9.5.
-    curve = load_script("sai_komi_curve")
+    curve = import_module("lab.sai_7x7.sai_komi_curve")
     komis = np.array([4.5, 8.5, 9.5, 14.5])
     alpha, beta = curve.fit_sigmoid(komis, np.array([1.0, 1.0, 0.0, 0.0]), np.full(4, 64.0))
     assert 8.5 < alpha < 9.5 and beta > 0.9 * curve.MAX_SLOPE
@@ -618,9 +618,9 @@ def test_komi_curve_script_plays_each_komi_and_writes_the_fit_beside_the_nets_si
     # A 7x7 board lead is within [-49, 49]: Black wins every game at komi -49.5 and loses every game at 49.5.
     argv = [str(tmp_path / "model"), "--komis", "49.5", "-49.5", "--games", "4", "--gumbel_scale", "0.5",
             "--out", str(out), "--plot", str(png)]
-    assert load_script("sai_komi_curve").main(argv) == 0
+    assert import_module("lab.sai_7x7.sai_komi_curve").main(argv) == 0
     data = json.loads(out.read_text())
-    assert data["command"].startswith("python scripts/sai_komi_curve.py ")
+    assert data["command"].startswith("python -m lab.sai_7x7.sai_komi_curve ")
     assert [r["komi"] for r in data["komis"]] == [-49.5, 49.5] and data["perfect_play_black_lead"] == 9.0
     assert all(r["games"] == 4 for r in data["komis"])
     assert [r["black_score"] for r in data["komis"]] == [1.0, 0.0]
@@ -630,7 +630,7 @@ def test_komi_curve_script_plays_each_komi_and_writes_the_fit_beside_the_nets_si
     assert np.isfinite(data["selfplay_fit"]["black_lead"]) and png.stat().st_size > 0
 
 
-# ---------------------------------------------------------------- scripts/sai_first_move.py
+# ---------------------------------------------------------------- lab/sai_7x7/sai_first_move.py
 
 
 @pytest.mark.slow
@@ -644,10 +644,10 @@ def test_the_first_move_probe_reads_each_child_as_the_engines_read_out_does(c4_q
     save_config(tmp_path / "model", config)
     save_params(tmp_path / "model", params)
     out = tmp_path / "first_move.json"
-    probe = load_script("sai_first_move")
+    probe = import_module("lab.sai_7x7.sai_first_move")
     assert probe.main([str(tmp_path / "model"), "--top", "3", "--out", str(out)]) == 0
     data = json.loads(out.read_text())
-    assert data["command"].startswith("python scripts/sai_first_move.py ")
+    assert data["command"].startswith("python -m lab.sai_7x7.sai_first_move ")
     (row,) = data["models"]
     leads = row["black_lead_after"]
     assert len(leads) == 50  # 49 points and the pass
@@ -677,10 +677,10 @@ def test_the_first_move_probe_reads_each_child_as_the_engines_read_out_does(c4_q
 
 def test_komi_curve_script_refuses_a_model_without_a_sai_head(c4_quick_untrained, tmp_path) -> None:
     with pytest.raises(SystemExit, match="not a SAI model"):
-        load_script("sai_komi_curve").main([str(c4_quick_untrained), "--out", str(tmp_path / "x.json")])
+        import_module("lab.sai_7x7.sai_komi_curve").main([str(c4_quick_untrained), "--out", str(tmp_path / "x.json")])
 
 
-# ---------------------------------------------------------------- scripts/sai_replay_fit.py
+# ---------------------------------------------------------------- lab/sai_7x7/sai_replay_fit.py
 
 
 def _replay_with_known_empty_board_games(config: Config, tmp_path: Path) -> tuple[Path, dict, dict]:
@@ -730,14 +730,14 @@ def test_replay_fit_finds_where_the_replays_empty_board_games_break_even(sai_tin
     out = tmp_path / "fit.json"
     env = {k: v for k, v in os.environ.items() if k != "AZJAX_CPU_DEVICES"}  # the script reads it off the checkpoint
     env.update(PYTHONPATH=str(ROOT), AZJAX_CACHE_DIR=str(jax.config.jax_compilation_cache_dir))
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "sai_replay_fit.py"), str(run), "--resamples", "50",
+    proc = subprocess.run([sys.executable, "-m", "lab.sai_7x7.sai_replay_fit", str(run), "--resamples", "50",
                            "--out", str(out), "--trained_model_dir", str(tmp_path / "trained")],
                           capture_output=True, text=True, timeout=600, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "break even at" in proc.stdout
     data = json.loads(out.read_text())
     # The device count that wrote the checkpoint, read off it, is part of the command that reruns this.
-    assert data["command"].startswith("AZJAX_CPU_DEVICES=1 python scripts/sai_replay_fit.py ") and data["step"] == 4
+    assert data["command"].startswith("AZJAX_CPU_DEVICES=1 python -m lab.sai_7x7.sai_replay_fit ") and data["step"] == 4
     entries = made["entries"]
     assert data["empty_board_entries"] == len(entries) == sum(r["entries"] for r in data["komis"])
     for row in data["komis"]:  # Black's score at each komi, counted here from what was written
@@ -768,7 +768,7 @@ def test_replay_fit_finds_where_the_replays_empty_board_games_break_even(sai_tin
 
 
 def test_replay_fit_counts_games_since_each_entry_per_slot_across_the_devices_rings() -> None:
-    fit = load_script("sai_replay_fit")
+    fit = import_module("lab.sai_7x7.sai_replay_fit")
     # Two devices, each a ring of 8 entries over 2 slots: global entries 0-7 are device 0's (slots 0, 1), 8-15
     # device 1's (slots 2, 3).
     entry_game_id = np.array([4, 5, 3, 5, 0, 0, 0, 0, 7, 1, 6, 1, 0, 0, 0, 0])
@@ -778,7 +778,7 @@ def test_replay_fit_counts_games_since_each_entry_per_slot_across_the_devices_ri
 
 
 def test_replay_fit_takes_only_empty_boards_with_their_results() -> None:
-    fit = load_script("sai_replay_fit")
+    fit = import_module("lab.sai_7x7.sai_replay_fit")
     empty = np.zeros((2, 3), bool)
     obs = np.zeros((5, 2, 3), bool)
     obs[1, 0, 0] = obs[4, 1, 2] = True
@@ -794,7 +794,7 @@ def test_replay_fit_refuses_a_run_that_is_not_sai_in_one_line(tmp_path, monkeypa
     monkeypatch.setenv("XLA_FLAGS", os.environ.get("XLA_FLAGS", ""))  # start_devices may add to it: undone after
     save_config(tmp_path / "run", Config(game="connect_four"))
     with pytest.raises(SystemExit, match="is not a SAI run"):
-        load_script("sai_replay_fit").main([str(tmp_path / "run"), "--out", str(tmp_path / "x.json")])
+        import_module("lab.sai_7x7.sai_replay_fit").main([str(tmp_path / "run"), "--out", str(tmp_path / "x.json")])
     with pytest.raises(SystemExit, match="neither a run directory nor an exported model"):
-        load_script("sai_replay_fit").main([str(tmp_path / "nothing"), "--out", str(tmp_path / "x.json")])
+        import_module("lab.sai_7x7.sai_replay_fit").main([str(tmp_path / "nothing"), "--out", str(tmp_path / "x.json")])
     assert not (tmp_path / "x.json").exists() and not (tmp_path / "nothing").exists()

@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+from importlib import import_module
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -15,7 +16,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from conftest import load_script
 from outside_programs import outside_program
 
 from azjax.games import GameState, chess_state_from_fen
@@ -196,7 +196,7 @@ def test_adjudicate_by_material(material_states):
 @pytest.mark.slow
 def test_contempt_sweep_checkpoint_cli(c4_quick_untrained, tmp_path):
     out, png = tmp_path / "sweep.json", tmp_path / "sweep.png"
-    cmd = [sys.executable, str(ROOT / "scripts" / "contempt_sweep.py"), "--checkpoint", str(c4_quick_untrained),
+    cmd = [sys.executable, "-m", "lab.contempt.contempt_sweep", "--checkpoint", str(c4_quick_untrained),
            "--games", "4", "--sims", "8", "--n_scl", "1", "off", "--temps", "0", "1", "--max_prefix", "10",
            "--out", str(out), "--plot", str(png)]  # fmt: skip
     env = dict(os.environ, JAX_PLATFORMS="cpu", AZJAX_CACHE_DIR=jax.config.jax_compilation_cache_dir or "off")
@@ -216,7 +216,7 @@ def test_contempt_sweep_checkpoint_cli(c4_quick_untrained, tmp_path):
 
 @pytest.mark.slow
 def test_contempt_sweep_chess_material(tmp_path):
-    sweep = load_script("contempt_sweep")
+    sweep = import_module("lab.contempt.contempt_sweep")
     out = tmp_path / "sweep.json"
     argv = ["--game", "chess", "--evaluator", "material", "--games", "2", "--sims", "4", "--max_moves", "6",
             "--settings", "2:0", "2:1", "--adjudicate", "3", "--capture_prior", "1", "--out", str(out),
@@ -233,7 +233,7 @@ def test_contempt_sweep_chess_material(tmp_path):
 
 @pytest.mark.slow
 def test_odds_match_search_opponent(tmp_path):
-    odds = load_script("odds_match")
+    odds = import_module("lab.contempt.odds_match")
     out = tmp_path / "odds.json"
     argv = ["--start", "knight_odds", "--budgets", "4", "--methods", "puct", "--games", "2", "--opponent", "search:2",
             "--max_moves", "6",
@@ -255,7 +255,7 @@ def test_odds_match_search_opponent(tmp_path):
 @pytest.mark.slow
 def test_odds_match_stockfish(tmp_path):
     stockfish = outside_program("stockfish")
-    odds = load_script("odds_match")
+    odds = import_module("lab.contempt.odds_match")
     with odds.UCIClient([stockfish], options={"Skill Level": 0}) as engine:
         move = odds.engine_move(engine, START, 5)
         assert move is not None and len(move) in (4, 5)

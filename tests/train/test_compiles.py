@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from azjax.config import preset
-from azjax.tools.compile_watch import STEP_FUNCTION, CompileWatch, watch_run_and_resume
+from lab.reliability.compile_watch import STEP_FUNCTION, CompileWatch, watch_run_and_resume
 
 
 @pytest.mark.slow

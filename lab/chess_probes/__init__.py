@@ -1,0 +1,1 @@
+"""Chess probes: mates in one, material, one-move tactics and how games ended (lab/README.md)."""
