@@ -71,7 +71,7 @@ class Config:
     gumbel_c_scale: float = 0.1
     # The Gumbel root of the trained network as a player, where it differs from self-play's; 0 = self-play's.
     # A player that considers every legal move and weighs searched values at c_scale 1 plays the mates in one its
-    # search finds, which the prior outweighs at 0.1 (scripts/mate_probe.py; docs/experiments.md, chess).
+    # search finds, which the prior outweighs at 0.1 (lab/chess_probes/mate_probe.py; docs/experiments.md, chess).
     eval_max_num_considered_actions: int = 0
     eval_gumbel_c_scale: float = 0.0
     pb_c_init: float = 1.25  # PUCT
@@ -582,7 +582,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
         "full": dict(num_blocks=6, num_channels=128, num_simulations=128, num_envs=1024,
                      moves_per_step=16, replay_size=1_000_000, min_replay_size=50_000, batch_size=1024,
                      sgd_steps_per_step=8, num_steps=10000, eval_every=1000, compute_dtype="bfloat16"),
-        # SAI sigmoid-komi values on 2 CPU cores split into 2 devices (AZJAX_CPU_DEVICES=2, scripts/sai_7x7.py).
+        # SAI sigmoid-komi values on 2 CPU cores split into 2 devices (AZJAX_CPU_DEVICES=2, lab/sai_7x7/sai_7x7.py).
         # The learning rate decays to 2% and the weights are averaged, so the empty-board read-out moves slowly.
         # The replay window holds about 10k games (SAI trained on 8k-60k): with 1.3k the self-play level chased
         # the newest games. 3000 steps: at 1500, one seed in three had climbed to +9 and the others were still

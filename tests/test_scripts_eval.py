@@ -640,3 +640,13 @@ def test_the_sweep_bench_refuses_more_runs_alone_than_seeds_in_one_line(capsys):
     with pytest.raises(SystemExit):
         import_module("scripts.bench_sweep").main(["--seeds", "2", "--sequential_runs", "3"])
     assert "--sequential_runs must be in 0..--seeds (2), got 3" in capsys.readouterr().err
+
+
+def test_the_9x9_loss_study_finds_where_a_game_turned_and_whose_stones_the_model_played():
+    losses = import_module("lab.go_9x9.losses")
+    # turned: from the first winrate after which none reaches the threshold again
+    assert losses.lost_from([0.6, 0.2, 0.4, 0.25, 0.1], 0.3) == 3
+    assert losses.lost_from([0.6, 0.2, 0.1], 0.3) == 1 and losses.lost_from([0.2, 0.5], 0.3) is None
+    game = {"black": "go_9x9_sai:512", "white": "gnugo-l10"}
+    assert losses.model_colour(game, "go_9x9_sai") == "b" and losses.model_colour(game, "katago") is None
+    assert losses.model_won("B+2.5", "b") and not losses.model_won("W+88.5", "b") and losses.model_won("W+R", "w")
