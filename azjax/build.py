@@ -332,10 +332,19 @@ def search_spec(config: Config, *, training: bool, num_simulations: int | None =
 
 
 def make_evaluator(config: Config, game: Game, net: PolicyValueNet | None = None) -> Evaluator | ParentAwareEvaluator:
-    """The search's evaluator of the config's network: (params, states [B]) -> (logits [B, A], value [B]),
-    the value through the config's value head (`value_head`)."""
+    """The player's evaluator of the config's network (engines, arenas, evaluation; self-play's comes with the loop's
+    seams): (params, states [B]) -> (logits [B, A], value [B]), the value through the config's value head
+    (`value_head`) at the player's settings (`player_config`)."""
     net = net or make_network(config, game)
-    return value_head(config).evaluator(net.apply)
+    return value_head(player_config(config)).evaluator(net.apply)
+
+
+def player_config(config: Config) -> Config:
+    """The config whose value head a player reads: SAI's sensible agent at `eval_sensible_lambda` where that is set,
+    so that a model's config carries the settings its tables were played with apart from those it trained with."""
+    if config.eval_sensible_lambda is None:
+        return config
+    return config.replace(sensible_lambda=config.eval_sensible_lambda)
 
 
 @functools.cache

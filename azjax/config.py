@@ -95,6 +95,7 @@ class Config:
     branch_prob: float = 0.025  # C_branch: each position of a finished game starts a branch with this probability
     max_branches: int = 3  # branches per game at most
     sensible_lambda: float = 0.0  # the sensible agent's lambda in [0, 1] (0 = plain winrate)
+    eval_sensible_lambda: float | None = None  # the player's (engines, arenas, evaluation); None = sensible_lambda
     start_queue_size: int = 1024  # start states (SAI branch points) waiting for a free game slot (all devices)
     # Go-Exploit start-state archives (docs/methods.md section 3): a trajectory starts at the initial state with
     # probability start_state_prob (lambda; 1 = always = AlphaZero), else at a state drawn from an archive of
@@ -275,6 +276,13 @@ class Config:
             raise ValueError(f"max_branches must be >= 0, got {self.max_branches}")
         if self.sensible_lambda > 0 and self.value_head != "sai":
             raise ValueError(f"sensible_lambda={self.sensible_lambda} needs value_head='sai' (the sigmoid heads)")
+        if self.eval_sensible_lambda is not None:
+            if not 0 <= self.eval_sensible_lambda <= 1:
+                raise ValueError(f"eval_sensible_lambda must be in [0, 1] (or None: sensible_lambda's), "
+                                 f"got {self.eval_sensible_lambda}")
+            if self.eval_sensible_lambda > 0 and self.value_head != "sai":
+                raise ValueError(f"eval_sensible_lambda={self.eval_sensible_lambda} needs value_head='sai' "
+                                 "(the sigmoid heads)")
         for name in ("start_state_prob", "full_search_prob"):
             if not 0 < getattr(self, name) <= 1:
                 raise ValueError(f"{name} must be in (0, 1], got {getattr(self, name)}")
@@ -418,6 +426,7 @@ METHODS: tuple[Method, ...] = (
     Method("search-contempt", 1, ("n_scl",), _set("n_scl")),
     Method("SAI sigmoid-komi values", 2,
            ("value_head", "sai_official_komi_share", "branch_prob", "max_branches", "sensible_lambda",
+            "eval_sensible_lambda",
             "start_queue_size"), lambda c: c.value_head == "sai"),
     Method("Go-Exploit start states", 3, ("start_state_prob", "archive", "archive_kind", "archive_size"),
            _set("start_state_prob")),

@@ -165,9 +165,10 @@ def start_engine(args: argparse.Namespace, command: str, err: TextIO | None = No
 
     config = load_config(args.checkpoint)
     config_overrides: dict[str, float] = {}
-    for name in ("sensible_lambda", "score_utility_factor"):  # refused here, in one line, for a network without
-        if getattr(args, name, None) is not None:          # the heads they read
-            config_overrides[name] = getattr(args, name)
+    # refused here, in one line, for a network without the heads they read
+    for flag, name in (("sensible_lambda", "eval_sensible_lambda"), ("score_utility_factor", "score_utility_factor")):
+        if getattr(args, flag, None) is not None:
+            config_overrides[name] = getattr(args, flag)
     if config_overrides:
         config = config.replace(**config_overrides)
     n_scl = config.n_scl if args.n_scl is None else args.n_scl  # --n_scl overrides the config's; 0: off

@@ -144,7 +144,7 @@ def parse_agent(spec: str, game_name: str | None, simulations: int | None, *, se
                     raise ValueError(f"twofold_draws needs 1 (on) or 0 (off), got {v!r}")
                 spec_overrides["twofold_draws"] = v == "1"
             elif k == "sensible_lambda":
-                spec_overrides["sensible_lambda"] = _unit_float(v, "sensible_lambda")
+                spec_overrides["eval_sensible_lambda"] = _unit_float(v, "sensible_lambda")
             elif k == "score_utility":
                 spec_overrides["score_utility_factor"] = _unit_float(v, "score_utility")
             elif k == "certainty":
@@ -229,7 +229,8 @@ def _positive_float(text: str, key: str) -> float:
 def _spec_options(overrides: dict[str, Any]) -> list[tuple[str, Any]]:
     """The spec's own option names for config overrides, as a label shows them."""
     names = {"eval_max_num_considered_actions": "considered", "eval_gumbel_c_scale": "c_scale",
-             "eval_certainty_propagation": "certainty", "score_utility_factor": "score_utility"}
+             "eval_certainty_propagation": "certainty", "score_utility_factor": "score_utility",
+             "eval_sensible_lambda": "sensible_lambda"}
     return [(names.get(k, k), v) for k, v in overrides.items()]
 
 

@@ -128,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model_name", default="go_9x9_sai", help="the model's name as the SGF's player names give it")
     p.add_argument("--checkpoint", required=True)
     p.add_argument("--visits", type=int, default=128)
-    p.add_argument("--sensible_lambda", type=float, default=None)
+    p.add_argument("--sensible_lambda", type=float, default=None,
+                   help="SAI networks: the sensible agent's lambda (default: the model's player setting)")
     p.add_argument("--lost_below", type=float, default=0.3)
     p.add_argument("--out", required=True)
     args = p.parse_args(argv)
@@ -137,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     if not chosen:
         print(f"losses.py: no game of {args.games} matching {args.match!r} names {args.model_name!r}", file=sys.stderr)
         return 2
-    overrides = {} if args.sensible_lambda is None else {"sensible_lambda": args.sensible_lambda}
+    overrides = {} if args.sensible_lambda is None else {"eval_sensible_lambda": args.sensible_lambda}
     engine = Engine.from_checkpoint(args.checkpoint, visits=args.visits, config_overrides=overrides, tree_reuse=False)
     config, params = load_model(args.checkpoint)
     if config.score_loss_weight <= 0:

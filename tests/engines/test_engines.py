@@ -453,10 +453,10 @@ def test_gtp_plays_a_sai_network_as_the_sensible_agent_when_asked(models):
     args = argparse.Namespace(checkpoint=str(sai_model), visits=8, n_scl=None, search=None, seed=0,
                               sensible_lambda=0.5)
     engine = start_engine(args, "gtp").get()
-    assert engine.config.sensible_lambda == 0.5 and isinstance(engine.evaluate, ParentAwareEvaluator)
+    assert engine.config.eval_sensible_lambda == 0.5 and isinstance(engine.evaluate, ParentAwareEvaluator)
     args.sensible_lambda = None  # the flag left out: the network's own setting
     plain = start_engine(args, "gtp").get()
-    assert plain.config.sensible_lambda == 0.0 and not isinstance(plain.evaluate, ParentAwareEvaluator)
+    assert plain.config.eval_sensible_lambda is None and not isinstance(plain.evaluate, ParentAwareEvaluator)
     args.checkpoint, args.sensible_lambda = str(models["connect_four"]), 0.5
     with pytest.raises(ValueError, match="sensible_lambda=0.5 needs value_head='sai'"):
         start_engine(args, "gtp")  # refused before anything loads
@@ -531,3 +531,15 @@ def test_analyze_single_and_batched(models, tmp_path, capsys):
                                                            "e6 0 2").legal_moves
     assert main(["analyze", "--checkpoint", go, "--fen", fen]) == 2
     assert "chess only" in capsys.readouterr().err
+
+
+def test_the_committed_9x9_model_plays_its_tables_settings_without_flags():
+    """`azjax gtp --checkpoint results/models/go_9x9_sai` builds this engine: 512 visits and SAI's sensible agent at
+    lambda 0.5, as its table against GNU Go was played, from its config's player settings (the model trained with
+    neither); `--sensible_lambda 0` gives the plain winrate."""
+    model = str(Path(__file__).resolve().parents[2] / "results" / "models" / "go_9x9_sai")
+    engine = Engine.from_checkpoint(model)
+    assert engine.visits == 512 and isinstance(engine.evaluate, ParentAwareEvaluator)
+    assert engine.config.sensible_lambda == 0.0 and engine.config.eval_sensible_lambda == 0.5
+    plain = Engine.from_checkpoint(model, config_overrides={"eval_sensible_lambda": 0.0})
+    assert not isinstance(plain.evaluate, ParentAwareEvaluator)

@@ -220,7 +220,7 @@ def test_a_chess_checkpoint_agent_takes_lc0s_twofold_draws_from_its_spec(c4_quic
 def test_a_sai_checkpoint_agent_takes_the_sensible_agents_lambda_from_its_spec(c4_quick_untrained):
     sai_model = Path(__file__).resolve().parents[2] / "results" / "models" / "go_7x7_sai"
     player, game = parse_agent(f"{sai_model}:8:sensible_lambda=0.5", None, 64)
-    assert game == "go_7x7" and player.overrides == {"sensible_lambda": 0.5}
+    assert game == "go_7x7" and player.overrides == {"eval_sensible_lambda": 0.5}
     assert player.name.endswith(":8:sensible_lambda=0.5")
     for bad in ("1.5", "-0.1", "half"):
         with pytest.raises(ValueError, match=f"sensible_lambda needs a number in \\[0, 1\\], got '{bad}'"):
