@@ -11,7 +11,8 @@ head's predicted lead (points, its view, komi included) and whether it passed th
     never did): the game had turned by then;
   * first_pass: the ply of the model's first pass, with its winrate and predicted lead there;
   * biggest_drop: the largest fall of its winrate between two of its moves, and the opponent's move between them;
-  * final_stones: the model's stones on the board at the end.
+  * final_stones: the model's stones on the board at the end; captures: each opponent move that took model stones,
+    and how many; captured_by_drop_move: how many the opponent's move before the biggest drop took.
 Each game gets a verdict: "passed ahead" (its first pass came with winrate >= 0.5 and the game turned only after
 it), "turned in play" (the game turned before the model passed, or it never passed), or "won".
 """
@@ -66,10 +67,16 @@ def analyse_game(engine: Engine, score: Any, game: dict[str, Any], colour: str, 
     position = Position(engine.game)
     position.reset(komi=float(game["komi"]))
     to_move: list[int] = []  # plies (from 0) where the model was to move
+    own = 1 if colour == "b" else -1  # the model's stones on `game.board`
+    captures: list[dict[str, Any]] = []  # the opponent's moves that took model stones
     for ply, move in enumerate(game["moves"]):
         if (ply % 2 == 0) == (colour == "b"):
             to_move.append(ply)
+        before = int((np.asarray(engine.game.board(position.state)) == own).sum())
         position.play(move)
+        taken = before - int((np.asarray(engine.game.board(position.state)) == own).sum())
+        if taken > 0:
+            captures.append({"ply": ply + 1, "move": move, "stones": taken})
     states = [position.states[ply] for ply in to_move]
     results = engine.search_batch(states, visits=visits, batch_size=32)
     winrates = [round((1.0 + r.root_value) / 2.0, 4) for r in results]
@@ -99,7 +106,9 @@ def analyse_game(engine: Engine, score: Any, game: dict[str, Any], colour: str, 
         "biggest_drop": {"from": winrates[at - 1] if drops else None, "to": winrates[at] if drops else None,
                          "after_opponent_move_ply": to_move[at], "opponent_move": game["moves"][to_move[at] - 1]
                          if drops and to_move[at] > 0 else None, "size": round(drop, 4)},
-        "final_stones": int((board == (1 if colour == "b" else -1)).sum()),
+        "final_stones": int((board == own).sum()),
+        "captured_by_drop_move": next((c["stones"] for c in captures if drops and c["ply"] == to_move[at]), 0),
+        "captures": captures,
         "winrates": winrates, "leads": leads,
         "moves_ply": [ply + 1 for ply in to_move],
     }
@@ -116,6 +125,9 @@ def summary(games: list[dict[str, Any]]) -> dict[str, Any]:
         "mean_plies": {"wins": float(np.mean([g["plies"] for g in wins])) if wins else None,
                        "losses": float(np.mean([g["plies"] for g in losses])) if losses else None},
         "losses_with_no_model_stone_left": sum(g["final_stones"] == 0 for g in losses),
+        # the games turned by a capture: the opponent's move before the model's biggest fall took its stones
+        "losses_whose_biggest_drop_came_with_a_capture": sum(g["captured_by_drop_move"] > 0 for g in losses),
+        "stones_captured_at_the_biggest_drop": sorted(g["captured_by_drop_move"] for g in losses),
         "mean_model_passes": {"wins": float(np.mean([g["model_passes"] for g in wins])) if wins else None,
                               "losses": float(np.mean([g["model_passes"] for g in losses])) if losses else None},
     }
