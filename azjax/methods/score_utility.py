@@ -81,34 +81,22 @@ class ScoreUtilityValue(ValueHeadWrapper):
             return self.inner.evaluator(apply_fn)
         network = self.score_apply(apply_fn)
 
-        def inner_evaluator(outputs: tuple[Array, ...]) -> Evaluator | ParentAwareEvaluator:
-            # The inner head reads the outputs of the one apply that gave the score: the network runs once per node.
-            return self.inner.evaluator(lambda params, observation: outputs)
-
-        def area(states: GameState) -> int:
-            return states.observation.shape[1] * states.observation.shape[2]
-
-        def root(params: Any, states: GameState) -> tuple[Array, Array, ScoreUtilityContext]:
+        def node(params: Any, states: GameState,
+                 parent: ScoreUtilityContext | None) -> tuple[Array, Array, ScoreUtilityContext]:
+            """A node's (logits, value, context); `parent` None at the root."""
             outputs, score = network(params, states.observation)
-            inner = inner_evaluator(outputs)
-            if isinstance(inner, ParentAwareEvaluator):
+            # The inner head reads the outputs of the one apply that gave the score: the network runs once per node.
+            inner = self.inner.evaluator(lambda p, observation: outputs)
+            if not isinstance(inner, ParentAwareEvaluator):
+                (logits, value), inner_context = inner(params, states), None
+            elif parent is None:
                 logits, value, inner_context = inner.root(params, states)
             else:
-                (logits, value), inner_context = inner(params, states), None
-            # At the root the bonus is f(0) = 0: the root's value is scaled only, as every node's is.
-            value = score_utility(value, score, score, area(states), self.factor, self.scale)
-            return logits, value, ScoreUtilityContext(inner=inner_context, centre=score)
-
-        def child(params: Any, states: GameState,
-                  parent: ScoreUtilityContext) -> tuple[Array, Array, ScoreUtilityContext]:
-            outputs, score = network(params, states.observation)
-            inner = inner_evaluator(outputs)
-            if isinstance(inner, ParentAwareEvaluator):
                 logits, value, inner_context = inner.child(params, states, parent.inner)
-            else:
-                (logits, value), inner_context = inner(params, states), None
-            centre = -parent.centre
-            value = score_utility(value, score, centre, area(states), self.factor, self.scale)
+            # At the root the centre is its own score: the bonus is f(0) = 0, and the value is scaled as every node's.
+            centre = score if parent is None else -parent.centre
+            area = states.observation.shape[1] * states.observation.shape[2]
+            value = score_utility(value, score, centre, area, self.factor, self.scale)
             return logits, value, ScoreUtilityContext(inner=inner_context, centre=centre)
 
-        return ParentAwareEvaluator(root=root, child=child)
+        return ParentAwareEvaluator(root=lambda params, states: node(params, states, None), child=node)
