@@ -444,6 +444,13 @@ def test_sai_config_validation() -> None:
         Config(game="go_7x7", value_head="sai", start_queue_size=0)
     with pytest.raises(ValueError, match="sensible_lambda.*needs value_head='sai'"):
         Config(game="go_7x7", sensible_lambda=0.5)
+    # the player's lambda: unset is self-play's; a value is checked as self-play's is, in one line
+    assert Config().eval_sensible_lambda is None
+    Config(game="go_7x7", value_head="sai", eval_sensible_lambda=0.5)
+    with pytest.raises(ValueError, match=r"^eval_sensible_lambda must be in \[0, 1\][^\n]*$"):
+        Config(game="go_7x7", value_head="sai", eval_sensible_lambda=1.5)
+    with pytest.raises(ValueError, match="^eval_sensible_lambda=0.5 needs value_head='sai'"):
+        Config(game="go_7x7", eval_sensible_lambda=0.5)
 
 
 # ---------------------------------------------------------------- the loop, CLI and script
