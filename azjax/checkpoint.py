@@ -5,6 +5,8 @@ A run directory:
     RUN_DIR/config.json        the frozen config
     RUN_DIR/params.msgpack     the latest network parameters (what `play`/`eval`/engines load)
     RUN_DIR/checkpoints/N/     orbax checkpoints of the whole loop state at loop step N
+    RUN_DIR/trainer.msgpack    the latest checkpoint's state less its replay and games in flight (small enough
+                               to commit: a later session resumes from it, its replay refilled by self-play)
     RUN_DIR/metrics.csv        one row per loop step; eval.csv one row per evaluation
     RUN_DIR/tb/                TensorBoard events;  RUN_DIR/curves.png  learning curves
 
@@ -48,6 +50,10 @@ CONFIG_FILE = "config.json"
 PARAMS_FILE = "params.msgpack"
 CHECKPOINTS_DIR = "checkpoints"
 METRICS_FILE = "metrics.csv"
+TRAINER_FILE = "trainer.msgpack"  # the portable state (`save_portable_state`)
+# What the portable state keeps of the loop state: all but the replay and the games in flight, which are most of a
+# checkpoint's bytes (chess: about 600 MB) and which a resume can rebuild by playing.
+PORTABLE_FIELDS = ("params", "opt_state", "params_average", "starts", "key", "step", "moves")
 MANIFEST_FILE = "azjax_manifest.json"  # inside each checkpoints/N/: the sizes and hashes of its files
 ORBAX_TMP_MARK = ".orbax-checkpoint-tmp"  # orbax's temporary directories of unfinished writes
 # Fields that change only logging, never what the loop computes: they may differ on resume.
@@ -155,6 +161,46 @@ def export_model(src: str | os.PathLike, dest: str | os.PathLike, params: Any = 
     else:
         save_params(dest, params)
     return dest
+
+
+def save_portable_state(run_dir: str | os.PathLike, state: Any) -> None:
+    """Writes RUN_DIR/trainer.msgpack: the loop state's `PORTABLE_FIELDS` (weights, optimizer, averaged weights,
+    the game-starts pool, key and counters), gathered to the host. A session that commits it (with config.json and
+    metrics.csv) lets a later one resume on another machine, where the orbax checkpoints are not."""
+    fields = {k: getattr(state, k) for k in PORTABLE_FIELDS if getattr(state, k) is not None}
+    data = serialization.to_bytes(serialization.to_state_dict(jax.device_get(fields)))
+    _atomic_write(Path(run_dir) / TRAINER_FILE, data)
+
+
+def load_portable_state(run_dir: str | os.PathLike, template: Any) -> Any:
+    """`template` (a fresh loop state: its replay and games in flight are kept) with the `PORTABLE_FIELDS` of
+    RUN_DIR/trainer.msgpack, each array checked against the template's shape and dtype and placed with its
+    sharding. Raises CheckpointError naming the problem."""
+    file = Path(run_dir) / TRAINER_FILE
+    try:
+        raw = serialization.msgpack_restore(file.read_bytes())
+    except Exception as e:  # msgpack raises several types on corrupt data
+        raise CheckpointError(f"{file} is corrupt or not a portable loop state: {_one_line(e)}") from e
+    fields = {k: getattr(template, k) for k in PORTABLE_FIELDS if getattr(template, k) is not None}
+    want = serialization.to_state_dict(jax.device_get(fields))
+    problems = _compare_trees(want, raw)
+    if not problems:
+        bad_dtype = [f"{path}: dtype {g.dtype}, expected {w.dtype}" for path, w, g in _paired_leaves(want, raw)
+                     if np.asarray(w).dtype != np.asarray(g).dtype]
+        problems = bad_dtype
+    if problems:
+        raise CheckpointError(f"{file} does not match the run's config: " + "; ".join(problems[:5])
+                              + " (written by another config, device count or azjax version)")
+    restored = serialization.from_state_dict(fields, raw)
+    placed = jax.tree.map(lambda t, x: jax.device_put(np.asarray(x), t.sharding), fields, restored)
+    return template.replace(**placed)
+
+
+def _paired_leaves(want: Any, got: Any, path: str = "") -> list[tuple[str, Any, Any]]:
+    """(path, wanted leaf, got leaf) of two state dicts of one structure (`_compare_trees` found none missing)."""
+    if isinstance(want, dict):
+        return [leaf for k in want for leaf in _paired_leaves(want[k], got[k], f"{path}/{k}")]
+    return [(path, want, got)]
 
 
 class StateCheckpointer:

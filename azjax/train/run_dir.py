@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jax
+
 from azjax import checkpoint as ckpt
 from azjax import hosts
 from azjax.config import Config
@@ -100,6 +102,8 @@ class RunDir:
         if not self.resume:
             return state, 0
         latest = self.checkpointer.latest_step()
+        if latest is None and (self.path / ckpt.TRAINER_FILE).exists():
+            return self._restore_portable(state)
         if latest is None:
             print("no checkpoint yet: starting from step 0", flush=True)
             self.log.truncate(0)
@@ -108,6 +112,18 @@ class RunDir:
         start = int(state.step)
         self.log.truncate(start)
         print(f"resumed from step {start}", flush=True)
+        return state, start
+
+    def _restore_portable(self, state: LoopState) -> tuple[LoopState, int]:
+        """A resume where only the portable state came along (a committed run directory, copied to a new machine):
+        weights, optimizer and counters from trainer.msgpack; the replay and the games in flight start afresh, and
+        SGD waits until self-play has refilled `min_replay_size` positions, as at a run's start."""
+        assert self.log is not None
+        state = ckpt.load_portable_state(self.path, state)
+        start = int(state.step)
+        self.log.truncate(start)
+        print(f"resumed from step {start} of {self.path / ckpt.TRAINER_FILE} (no loop checkpoint here): the replay "
+              "and the games in flight start afresh", flush=True)
         return state, start
 
     def checkpoint(self, step: int, state: LoopState, measures: RunMeasures | None = None) -> None:
@@ -135,6 +151,8 @@ def write_checkpoint(run_dir: Path, checkpointer: ckpt.StateCheckpointer, step: 
     if not hosts.is_primary():  # the other hosts hold the same replicated parameters and metrics
         return
     ckpt.save_params(run_dir, state.exported_params)
+    if jax.process_count() == 1:  # one host holds every device's part of the key and the game-starts pool
+        ckpt.save_portable_state(run_dir, state)
 
     plot_run(run_dir, log.rows, log.evals)
 

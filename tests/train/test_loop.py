@@ -16,7 +16,15 @@ import numpy as np
 import pytest
 
 from azjax import replay as rb
-from azjax.checkpoint import CheckpointError, StateCheckpointer, load_params, save_params
+from azjax.checkpoint import (
+    TRAINER_FILE,
+    CheckpointError,
+    StateCheckpointer,
+    load_params,
+    load_portable_state,
+    save_params,
+    save_portable_state,
+)
 from azjax.config import preset
 from azjax.games import make_game
 from azjax.games.chess import Chess
@@ -328,6 +336,52 @@ def test_resume_gives_the_same_metrics(tmp_path, tiny_overrides):
             x, y = ra[k], rb_[k]
             assert (x == y) or (isinstance(x, float) and np.isnan(x) and np.isnan(y)), (k, x, y)
     assert (tmp_path / "cut" / "curves.png").exists()
+
+
+def test_the_portable_state_carries_weights_optimizer_and_counters_and_leaves_the_replay_fresh(
+        tmp_path, tiny_overrides):
+    cfg = preset("connect_four", **{**tiny_overrides, "num_steps": 3})
+    trainer = Trainer(cfg)
+    state = trainer.init(cfg.seed)
+    for _ in range(3):
+        state, _ = trainer.step(state)
+    save_portable_state(tmp_path, state)
+    fresh = trainer.init(cfg.seed + 1)
+    restored = load_portable_state(tmp_path, fresh)
+    assert int(restored.step) == 3 and int(restored.moves) == int(state.moves)
+    for x, y in zip(jax.tree.leaves((restored.params, restored.opt_state, restored.key)),
+                    jax.tree.leaves((state.params, state.opt_state, state.key)), strict=True):
+        assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
+    for x, y in zip(jax.tree.leaves((restored.replay, restored.actors)), jax.tree.leaves((fresh.replay, fresh.actors)),
+                    strict=True):
+        assert np.asarray(x).tobytes() == np.asarray(y).tobytes()
+    # Another network's state is refused in one line, naming the file; a damaged file too.
+    other = Trainer(cfg.replace(num_channels=cfg.num_channels * 2))
+    with pytest.raises(CheckpointError, match=r"trainer.msgpack does not match the run's config: .*shape"):
+        load_portable_state(tmp_path, other.init(0))
+    (tmp_path / TRAINER_FILE).write_bytes(b"\x00not msgpack")
+    with pytest.raises(CheckpointError, match="trainer.msgpack is corrupt"):
+        load_portable_state(tmp_path, fresh)
+
+
+@pytest.mark.slow
+def test_a_run_resumes_from_its_portable_state_alone_as_a_committed_run_directory_would(tmp_path, tiny_overrides):
+    cfg = preset("connect_four", **{**tiny_overrides, "num_steps": 6, "checkpoint_every": 2, "moves_per_step": 8,
+                                    "sgd_steps_per_step": 2})
+    train(cfg, tmp_path / "run", progress=False, stop_after=3)
+    saved = (tmp_path / "run" / "params.msgpack").read_bytes()
+    # What a session commits: the config, the logs and the portable state; the orbax checkpoints stay behind.
+    committed = tmp_path / "committed"
+    committed.mkdir()
+    for name in ("config.json", "metrics.csv", TRAINER_FILE, "params.msgpack"):
+        (committed / name).write_bytes((tmp_path / "run" / name).read_bytes())
+    trainer = Trainer(cfg)
+    assert np.asarray(load_portable_state(committed, trainer.init(0)).step) == 3
+    summary = train(None, committed, resume=True, progress=False)
+    assert summary["finished"]
+    rows, _ = load_metrics(committed)
+    assert [int(r["step"]) for r in rows] == [1, 2, 3, 4, 5, 6]
+    assert (committed / "params.msgpack").read_bytes() != saved  # it trained on from step 3
 
 
 @pytest.mark.slow
