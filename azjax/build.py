@@ -44,6 +44,7 @@ from azjax.methods.alphazero import (
     ValueHead,
 )
 from azjax.methods.go_exploit import ArchiveStarts
+from azjax.methods.material_prior import MaterialPriorValue
 from azjax.methods.moves_left import MovesLeftTargets, MovesLeftValue
 from azjax.methods.odds_starts import OddsStarts
 from azjax.methods.playout_cap import PlayoutCapSearch
@@ -162,6 +163,7 @@ def value_head(config: Config, like: Config | None = None) -> ValueHead:
     P(win) - P(loss) of a win/draw/loss head. With Lc0's moves-left head (`moves_left_loss_weight` > 0) the
     search's values of tanh or win/draw/loss are adjusted for the plies each line is expected to last. With
     KataGo's score utility (`score_utility_factor` > 0) the search's values add a bonus for the predicted score lead.
+    With KnightCap's material start (`material_prior_weight` > 0; chess) they are blended with the material count.
 
     `like` (here and in the seam builders below): the config whose switches pick the components, `config`
     the one whose values fill them; they differ in a sweep, where values ride a traced run axis."""
@@ -177,6 +179,8 @@ def value_head(config: Config, like: Config | None = None) -> ValueHead:
     if like.score_utility_factor > 0:
         value = ScoreUtilityValue(inner=value, score_apply=with_auxiliary("score"),
                                   factor=config.score_utility_factor, scale=config.score_utility_scale)
+    if like.material_prior_weight > 0:
+        value = MaterialPriorValue(inner=value, weight=config.material_prior_weight, scale=config.material_prior_scale)
     return value
 
 

@@ -129,6 +129,11 @@ class Config:
     # needs the score head (score_loss_weight > 0); factor 0 = off (AlphaZero: the value head alone).
     score_utility_factor: float = 0.0
     score_utility_scale: float = 0.75
+    # KnightCap's start (azjax.methods.material_prior, docs/methods.md section 16; chess): the search reads
+    # (1 - w) v + w tanh(material lead / scale) for the value head's v, so a net that has learnt nothing yet still
+    # counts material; in self-play and in play. w = `material_prior_weight` in [0, 1]; 0 = off (AlphaZero).
+    material_prior_weight: float = 0.0
+    material_prior_scale: float = 4.0  # pawns: a lead this big reads tanh(1) = 0.76
     # Leela Chess Zero's moves-left head (azjax.methods.moves_left): a head learns the plies each position's game
     # went on for, its Huber loss weighted by this (recommended 0.1); 0 = off (AlphaZero: no head). The search
     # then prefers shorter lines when winning and longer ones when losing: lc0's slope (value a ply) and its cap,
@@ -313,6 +318,13 @@ class Config:
             raise ValueError(f"score_utility_scale must be > 0, got {self.score_utility_scale}")
         if self.score_utility_factor > 0 and self.score_loss_weight <= 0:
             raise ValueError("score_utility_factor needs KataGo's score head (score_loss_weight > 0)")
+        if not 0 <= self.material_prior_weight <= 1:
+            raise ValueError(f"material_prior_weight must be in [0, 1] (0 = off), got {self.material_prior_weight}")
+        if self.material_prior_scale <= 0:
+            raise ValueError(f"material_prior_scale must be > 0 (pawns), got {self.material_prior_scale}")
+        if self.material_prior_weight > 0 and self.game != "chess":
+            raise ValueError(f"material_prior_weight (KnightCap's material start) applies to chess only, not "
+                             f"{self.game!r}")
         if self.moves_left_loss_weight < 0:
             raise ValueError(f"moves_left_loss_weight must be >= 0 (0 = off), got {self.moves_left_loss_weight}")
         if self.moves_left_slope < 0:
@@ -438,6 +450,8 @@ METHODS: tuple[Method, ...] = (
            lambda c: c.ownership_loss_weight != 0.0 or c.score_loss_weight != 0.0),
     Method("KataGo's score utility", 15, ("score_utility_factor", "score_utility_scale"),
            _set("score_utility_factor")),
+    Method("KnightCap's material start", 16, ("material_prior_weight", "material_prior_scale"),
+           _set("material_prior_weight")),
     Method("random openings", 8, ("random_opening_plies",), _set("random_opening_plies")),
     Method("KataGo's global pooling", 9, ("global_pooling",), _set("global_pooling")),
     Method("Lc0's win/draw/loss head", 10, (), lambda c: c.value_head == "wdl"),  # value_head: listed under SAI

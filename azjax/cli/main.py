@@ -437,6 +437,10 @@ def build_parser() -> argparse.ArgumentParser:
                            help="networks with a score head: KataGo's score utility, the weight in [0, 1] of a bonus "
                                 "for the predicted score lead in the search (0.3: KataGo's; 0: off; docs/methods.md "
                                 "section 15)")
+        else:
+            p.add_argument("--material_prior_weight", type=unit_float, default=None,
+                           help="KnightCap's material start: the weight in [0, 1] of the material count in the "
+                                "search's values (0: off; default the checkpoint's; docs/methods.md section 16)")
         p.set_defaults(func=cmd_gtp if name == "gtp" else cmd_uci)
 
     from azjax.cli.analyze import add_arguments as analyze_arguments

@@ -159,14 +159,15 @@ def exit_status(load: EngineLoad, process: bool) -> int:
 
 def start_engine(args: argparse.Namespace, command: str, err: TextIO | None = None) -> EngineLoad:
     """The engine of `azjax gtp` / `azjax uci` (`args`: checkpoint, visits, n_scl, search, seed, tree_reuse; GTP also
-    sensible_lambda and score_utility_factor), loading in the background. Reads the checkpoint's config first: a
-    missing or invalid config, or an override it refuses, raises ValueError here."""
+    sensible_lambda and score_utility_factor; UCI also material_prior_weight), loading in the background. Reads the
+    checkpoint's config first: a missing or invalid config, or an override it refuses, raises ValueError here."""
     from azjax.checkpoint import load_config
 
     config = load_config(args.checkpoint)
     config_overrides: dict[str, float] = {}
     # refused here, in one line, for a network without the heads they read
-    for flag, name in (("sensible_lambda", "eval_sensible_lambda"), ("score_utility_factor", "score_utility_factor")):
+    for flag, name in (("sensible_lambda", "eval_sensible_lambda"), ("score_utility_factor", "score_utility_factor"),
+                       ("material_prior_weight", "material_prior_weight")):
         if getattr(args, flag, None) is not None:
             config_overrides[name] = getattr(args, flag)
     if config_overrides:

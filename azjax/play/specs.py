@@ -9,7 +9,8 @@ Specs:
     root's moves, `eval_max_num_considered_actions`), `c_scale` (`eval_gumbel_c_scale`), `twofold_draws` (1 / 0,
     chess: Lc0's two-fold draws in the search), `sensible_lambda` (SAI networks: the sensible agent's lambda in
     [0, 1], 0 the plain winrate), `score_utility` (Go networks with a score head: KataGo's score utility's factor in
-    [0, 1], `score_utility_factor`) and `certainty` (off / visited / expanded: Lc0's certainty propagation,
+    [0, 1], `score_utility_factor`), `material_prior` (chess: KnightCap's material start's weight in [0, 1],
+    `material_prior_weight`) and `certainty` (off / visited / expanded: Lc0's certainty propagation,
     `eval_certainty_propagation`);
   * `policy:PATH`: the raw policy; `random`; `mcts:N` (rollout MCTS); `material` (chess: one ply of
     material, the move that captures the most);
@@ -47,7 +48,7 @@ class ArenaAgent:
     n_scl: int | None = None
     search: str | None = None
     # checkpoint agents: the config fields the spec's options change (`considered`, `c_scale`, `twofold_draws`,
-    # `sensible_lambda`, `score_utility`, `certainty`)
+    # `sensible_lambda`, `score_utility`, `material_prior`, `certainty`)
     overrides: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
@@ -147,6 +148,8 @@ def parse_agent(spec: str, game_name: str | None, simulations: int | None, *, se
                 spec_overrides["eval_sensible_lambda"] = _unit_float(v, "sensible_lambda")
             elif k == "score_utility":
                 spec_overrides["score_utility_factor"] = _unit_float(v, "score_utility")
+            elif k == "material_prior":
+                spec_overrides["material_prior_weight"] = _unit_float(v, "material_prior")
             elif k == "certainty":
                 if v not in ("off", "visited", "expanded"):
                     raise ValueError(f"certainty needs off, visited or expanded, got {v!r}")
@@ -154,7 +157,7 @@ def parse_agent(spec: str, game_name: str | None, simulations: int | None, *, se
             else:
                 raise ValueError(f"unknown checkpoint option {k!r} in {spec!r} "
                                  "(n_scl, search, considered, c_scale, twofold_draws, sensible_lambda, score_utility, "
-                                 "certainty)")
+                                 "material_prior, certainty)")
     if base == "material":
         if game_name not in (None, "chess"):
             raise ValueError(f"agent 'material' plays chess, not {game_name}")
@@ -230,6 +233,7 @@ def _spec_options(overrides: dict[str, Any]) -> list[tuple[str, Any]]:
     """The spec's own option names for config overrides, as a label shows them."""
     names = {"eval_max_num_considered_actions": "considered", "eval_gumbel_c_scale": "c_scale",
              "eval_certainty_propagation": "certainty", "score_utility_factor": "score_utility",
+             "material_prior_weight": "material_prior",
              "eval_sensible_lambda": "sensible_lambda"}
     return [(names.get(k, k), v) for k, v in overrides.items()]
 
