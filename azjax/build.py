@@ -130,6 +130,7 @@ def make_network(config: Config, game: Game) -> PolicyValueNet:
         legacy_heads=config.legacy_heads,
         head_hidden_norm=config.head_hidden_norm,
         colour_plane=config.colour_plane,
+        liberty_planes=config.liberty_planes,
         aux_heads=has_auxiliary_targets(config),
         global_pooling=config.global_pooling,
         moves_left_head=config.moves_left_loss_weight > 0,

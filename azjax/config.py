@@ -47,6 +47,10 @@ class Config:
     # threats are good or bad by row parity for the first and the second player. Connect Four only (there the
     # stone counts tell the colour); Go's and chess's observations carry a colour plane of their own.
     colour_plane: bool = False
+    # KataGo's liberty features (Go only; docs/methods.md section 17): the network's input gains three planes, 1 on
+    # the stones of chains with exactly 1, 2 and 3 liberties (`azjax.network.liberty_planes`), so a group in atari
+    # is seen, not counted. False = off (AlphaZero: pgx's observation alone).
+    liberty_planes: bool = False
     # KataGo's global pooling (Go only; docs/methods.md section 9): some residual blocks add a bias computed from
     # the board's mean and max to every point, and the heads read pooled features instead of the flattened
     # board, so one network's weights play every board size. False = AlphaZero's network.
@@ -255,6 +259,10 @@ class Config:
         if self.twofold_draws and self.game != "chess":
             raise ValueError(f"twofold_draws applies to chess only (Go forbids a repeated position, Connect Four "
                              f"cannot repeat), not {self.game!r}")
+        if self.liberty_planes and not self.game.startswith("go_"):
+            raise ValueError(f"liberty_planes (KataGo's liberty features) applies to Go only, not {self.game!r}")
+        if self.liberty_planes and self.legacy_heads:
+            raise ValueError("liberty_planes needs the normalised heads (legacy_heads=False)")
         if self.colour_plane and self.game != "connect_four":
             raise ValueError(f"colour_plane applies to connect_four only ({self.game!r}'s observation has a "
                              "colour plane of its own)")
@@ -454,6 +462,7 @@ METHODS: tuple[Method, ...] = (
            _set("material_prior_weight")),
     Method("random openings", 8, ("random_opening_plies",), _set("random_opening_plies")),
     Method("KataGo's global pooling", 9, ("global_pooling",), _set("global_pooling")),
+    Method("KataGo's liberty features", 17, ("liberty_planes",), _set("liberty_planes")),
     Method("Lc0's win/draw/loss head", 10, (), lambda c: c.value_head == "wdl"),  # value_head: listed under SAI
     Method("Lc0's two-fold draws", 11, ("twofold_draws",), _set("twofold_draws")),
     Method("Lc0's certainty propagation", 14, ("certainty_propagation", "eval_certainty_propagation"),

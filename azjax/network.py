@@ -39,6 +39,45 @@ def first_player_plane(obs: jax.Array) -> jax.Array:
     return plane.astype(obs.dtype)
 
 
+def _shifted(x: jax.Array, fill: float | int) -> list[jax.Array]:
+    """[B, H, W] -> the four [B, H, W] boards of each point's neighbour above, below, left and right (`fill` off the
+    board)."""
+    padded = jnp.pad(x, ((0, 0), (1, 1), (1, 1)), constant_values=fill)
+    return [padded[:, :-2, 1:-1], padded[:, 2:, 1:-1], padded[:, 1:-1, :-2], padded[:, 1:-1, 2:]]
+
+
+def liberty_planes(obs: jax.Array) -> jax.Array:
+    """[B, H, W, C] -> [B, H, W, 3]: KataGo's liberty features, 1 on every stone whose chain has exactly 1, 2 and 3
+    liberties (distinct empty points next to the chain), read from a Go observation whose channels 0 and 1 hold the
+    mover's and the opponent's stones (pgx's current position).
+
+    Chains are labelled by their smallest point index, spread across same-colour neighbours until no label changes;
+    a chain's liberties are the empty points one of whose neighbours carries its label."""
+    b, h, w, _ = obs.shape
+    n = h * w
+    own, opponent = obs[..., 0] > 0, obs[..., 1] > 0
+    stone = own | opponent
+    colour = own.astype(jnp.int32) - opponent.astype(jnp.int32)  # +1 mover, -1 opponent, 0 empty
+    index = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32).reshape(h, w), (b, h, w))
+    label = jnp.where(stone, index, n)  # n: no chain
+
+    def spread(carry: tuple[jax.Array, jax.Array]) -> tuple[jax.Array, jax.Array]:
+        label, _ = carry
+        smallest = label
+        for near_label, near_colour in zip(_shifted(label, n), _shifted(colour, 0), strict=True):
+            smallest = jnp.minimum(smallest, jnp.where(stone & (near_colour == colour), near_label, n))
+        return smallest, jnp.any(smallest != label)
+
+    label, _ = jax.lax.while_loop(lambda c: c[1], spread, (label, jnp.bool_(True)))
+    # touches[b, p, c]: empty point p has a neighbour in chain c (c = n: no chain)
+    touches = sum(jax.nn.one_hot(near, n + 1, dtype=jnp.int32).reshape(b, n, n + 1)
+                  for near in _shifted(label, n)) > 0
+    liberties = jnp.sum(touches & ~stone.reshape(b, n, 1), axis=1)  # [B, n + 1] per chain label
+    count = jnp.take_along_axis(liberties, label.reshape(b, n), axis=1).reshape(b, h, w)
+    planes = [stone & (count == k) for k in (1, 2, 3)]
+    return jnp.stack(planes, axis=-1).astype(obs.dtype)
+
+
 def board_pool(x: jax.Array) -> jax.Array:
     """KataGo's global pooling: [B, H, W, C] -> [B, 3C], each channel's mean over the board, that mean scaled by
     (width - 14) / 10 (so a layer can tell board sizes apart), and its max. Nothing in it depends on H or W, so
@@ -248,6 +287,7 @@ class PolicyValueNet(nn.Module):
     legacy_heads: bool = False  # `Config.legacy_heads`: the unnormalised heads of older saved models
     head_hidden_norm: bool = True  # `Config.head_hidden_norm`: LayerNorm in the scalar heads' hidden layer
     colour_plane: bool = False  # `Config.colour_plane`: append `first_player_plane(obs)` to the input
+    liberty_planes: bool = False  # `Config.liberty_planes` (Go): append `liberty_planes(obs)` to the input
     aux_heads: bool = False  # `Config.ownership_loss_weight` or `score_loss_weight` > 0: KataGo's extra heads
     global_pooling: bool = False  # `Config.global_pooling` (Go): `GlobalPoolBlock`s, pooled heads, any board size
     moves_left_head: bool = False  # `Config.moves_left_loss_weight` > 0: Lc0's moves-left head
@@ -260,6 +300,8 @@ class PolicyValueNet(nn.Module):
         x = obs.astype(self.dtype)
         if self.colour_plane:
             x = jnp.concatenate([x, first_player_plane(x)], axis=-1)
+        if self.liberty_planes:
+            x = jnp.concatenate([x, liberty_planes(x)], axis=-1)
         x = nn.Conv(self.num_channels, (3, 3), dtype=self.dtype)(x)
         pooling = global_pooling_blocks(self.num_blocks) if self.global_pooling else frozenset()
         for i in range(self.num_blocks):

@@ -3,6 +3,9 @@ and a warning when a head's output stops varying."""
 
 from __future__ import annotations
 
+import argparse
+import io
+
 import flax
 import jax
 import jax.numpy as jnp
@@ -12,9 +15,12 @@ import pytest
 from azjax import build
 from azjax import replay as rb
 from azjax.build import init_params, make_network
+from azjax.cli import main
 from azjax.config import Config, preset
+from azjax.engines.gtp import GTPEngine
+from azjax.engines.loading import start_engine
 from azjax.games import make_game
-from azjax.network import HeadConv, ScalarHead, first_player_plane, head_health
+from azjax.network import HeadConv, ScalarHead, first_player_plane, head_health, liberty_planes
 from azjax.train.driver import HeadWatch
 from azjax.train.loop import Trainer, with_head_health
 
@@ -208,6 +214,98 @@ def test_the_colour_plane_is_for_connect_four_and_old_configs_have_none() -> Non
         preset("go_7x7", colour_plane=True)
     saved = {k: v for k, v in preset("connect_four").to_dict().items() if k != "colour_plane"}
     assert Config.from_dict(saved).colour_plane is False
+
+
+# ---------------------------------------------------------------- KataGo's liberty features (Go)
+
+
+def _liberties_by_search(own: np.ndarray, opponent: np.ndarray) -> np.ndarray:
+    """[H, W] int: each stone's chain's distinct liberties, by a flood fill from every stone (0 off the stones)."""
+    h, w = own.shape
+    colour = own.astype(int) - opponent.astype(int)
+    out = np.zeros((h, w), int)
+    for start in zip(*np.nonzero(colour), strict=True):
+        chain, frontier, liberties = {start}, [start], set()
+        while frontier:
+            r, c = frontier.pop()
+            for rr, cc in ((r - 1, c), (r + 1, c), (r, c - 1), (r, c + 1)):
+                if 0 <= rr < h and 0 <= cc < w:
+                    if colour[rr, cc] == 0:
+                        liberties.add((rr, cc))
+                    elif colour[rr, cc] == colour[start] and (rr, cc) not in chain:
+                        chain.add((rr, cc))
+                        frontier.append((rr, cc))
+        out[start] = len(liberties)
+    return out
+
+
+def test_the_liberty_planes_mark_the_stones_of_chains_with_one_two_and_three_liberties() -> None:
+    """Positions of random 9x9 games, against a flood fill of each stone's chain."""
+    g = make_game("go_9x9")
+    keys = jax.random.split(jax.random.key(0), 8)
+
+    def play(key: jax.Array) -> jax.Array:
+        def move(state, k):  # noqa: ANN001, ANN202
+            legal = state.legal_action_mask[:-1]  # no passes: the board fills up
+            action = jax.random.categorical(k, jnp.where(legal, 0.0, -jnp.inf))
+            state = g.step(state, jnp.where(legal.any(), action, g.num_actions - 1))
+            return state, state.observation
+        return jax.lax.scan(move, g.init(key), jax.random.split(key, 70))[1][9::10]
+
+    obs = jax.jit(jax.vmap(play))(keys).reshape(-1, 9, 9, 17).astype(jnp.float32)  # plies 10, 20, ..., 70
+    planes = np.asarray(jax.jit(liberty_planes)(obs))
+    assert planes.shape == (obs.shape[0], 9, 9, 3)
+    seen = np.zeros(3, int)
+    for o, got in zip(np.asarray(obs), planes, strict=True):
+        count = _liberties_by_search(o[..., 0] > 0, o[..., 1] > 0)
+        stones = (o[..., 0] + o[..., 1]) > 0
+        for k in (1, 2, 3):
+            np.testing.assert_array_equal(got[..., k - 1], stones & (count == k))
+            seen[k - 1] += int((stones & (count == k)).sum())
+    assert (seen > 0).all(), seen  # the positions hold chains of every kind
+
+
+def test_a_network_with_liberty_planes_reads_three_more_input_channels_and_uses_them() -> None:
+    g = make_game("go_7x7")
+    plain = make_network(preset("go_7x7", num_blocks=1, num_channels=8), g)
+    with_liberties = make_network(preset("go_7x7", num_blocks=1, num_channels=8, liberty_planes=True), g)
+    stem = lambda params: params["params"]["Conv_0"]["kernel"].shape  # noqa: E731
+    assert stem(init_params(plain, g, jax.random.key(0))) == (3, 3, 17, 8)
+    params = init_params(with_liberties, g, jax.random.key(0))
+    assert stem(params) == (3, 3, 20, 8)
+    # The liberty planes' weights alone: a stone in atari and the same stone free give other outputs.
+    flat = flax.traverse_util.flatten_dict(params)
+    flat[("params", "Conv_0", "kernel")] = flat[("params", "Conv_0", "kernel")].at[:, :, :17].set(0.0)
+    params = flax.traverse_util.unflatten_dict(flat)
+    obs = np.zeros((2, 7, 7, 17), np.float32)
+    obs[:, 3, 3, 0] = 1.0  # the mover's stone in the centre: 4 liberties
+    obs[1, [2, 4, 3], [3, 3, 2], 1] = 1.0  # three opponent stones around it: 1
+    out = with_liberties.apply(params, jnp.asarray(obs))
+    assert not np.allclose(out[1][0], out[1][1])
+
+
+@pytest.mark.slow
+def test_a_tiny_go_loop_trains_with_liberty_planes_from_the_command_line_and_its_model_plays_by_gtp(tmp_path) -> None:
+    tiny = ["--num_envs", "4", "--num_simulations", "4", "--moves_per_step", "8", "--replay_size", "128",
+            "--min_replay_size", "8", "--batch_size", "8", "--num_blocks", "1", "--num_channels", "8",
+            "--eval_every", "0", "--checkpoint_every", "2", "--lr_warmup_steps", "1", "--num_steps", "2",
+            "--sgd_steps_per_step", "1", "--liberty_planes", "true"]
+    run = tmp_path / "run"
+    assert main(["train", "--game", "go_7x7", "--run_dir", str(run), "--no-progress", *tiny]) == 0
+    config, params = build.load_model(run)
+    assert config.liberty_planes and params["params"]["Conv_0"]["kernel"].shape[2] == 20
+    args = argparse.Namespace(checkpoint=str(run), visits=4, n_scl=None, search=None, seed=0)
+    out = io.StringIO()
+    GTPEngine(start_engine(args, "gtp"), io.StringIO("boardsize 7\ngenmove b\ngenmove w\nquit\n"), out).run()
+    replies = out.getvalue().split("\n\n")
+    assert all(r.startswith("= ") for r in replies[1:3]), replies
+
+
+def test_liberty_planes_are_for_go_and_old_configs_have_none() -> None:
+    with pytest.raises(ValueError, match="liberty_planes .* applies to Go only"):
+        preset("chess", liberty_planes=True)
+    saved = {k: v for k, v in preset("go_9x9").to_dict().items() if k != "liberty_planes"}
+    assert Config.from_dict(saved).liberty_planes is False
 
 
 # ---------------------------------------------------------------- KataGo's global pooling (Go)
