@@ -63,7 +63,7 @@ class Config:
     search: Literal["gumbel", "puct"] = "gumbel"
     # The search of the trained network as a player (periodic evaluation, eval, arena, play, engines);
     # "same" = the self-play search. Gumbel's root is built for learning from few simulations; a player
-    # with a larger budget may do better with PUCT (results/connect_four_quick).
+    # with a larger budget may do better with PUCT (results/connect_four/connect_four_quick).
     eval_search: Literal["same", "gumbel", "puct"] = "same"
     num_simulations: int = 32
     max_num_considered_actions: int = 16  # Gumbel root
@@ -171,8 +171,8 @@ class Config:
     value_target_q_weight: float = 0.0
     # q: "policy" = the value of the search's policy target, sum_a pi(a) Q(a) over the visited root moves;
     # "root" = the root's mean backed-up value, which under Gumbel averages over the losing moves sequential
-    # halving visits too (results/connect_four_hour/pons_values.json). A config.json without this field is a
-    # run saved before it existed ("root").
+    # halving visits too (results/connect_four/connect_four_hour/pons_values.json). A config.json without this field
+    # is a run saved before it existed ("root").
     value_target_q: Literal["policy", "root"] = "policy"
     augment: bool = True  # random board symmetries on sampled batches
     # run
@@ -583,7 +583,7 @@ def config_overrides(args: argparse.Namespace) -> dict[str, Any]:
 # Presets: `quick` trains on a laptop CPU in minutes; `full` is sized for one GPU.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "connect_four": {
-        # Measured (results/connect_four_quick): ~18 minutes on 2 CPU cores. Each position is sampled
+        # Measured (results/connect_four/connect_four_quick): ~18 minutes on 2 CPU cores. Each position is sampled
         # ~4 times (16 x 512 samples per 2048 new positions): this replay ratio learned faster per minute
         # than 1 or 2 did. Value targets 0.25 z + 0.75 q beat z alone (against mcts:200 at Gumbel 256: 0.80
         # with z, 0.91 with w = 0.5, 0.94 with w = 0.75; 200 games each; measured with q the root's mean
@@ -594,7 +594,7 @@ PRESETS: dict[str, dict[str, dict[str, Any]]] = {
                       value_target_q_weight=0.75, eval_every=150, eval_games=32, eval_simulations=64),
         # `quick` for 1400 steps, every game opened by 0-12 random moves, the network told the colour to move:
         # random openings erred on fewer of Pons' positions, on every set, than Go-Exploit's search-state
-        # archive in the same hour, and the colour plane on fewer again (results/connect_four_hour/
+        # archive in the same hour, and the colour plane on fewer again (results/connect_four/connect_four_hour/
         # random_openings, colour_plane). Sized for 60 minutes on 2 CPU cores split into 2 devices
         # (AZJAX_CPU_DEVICES=2, scripts/connect_four_hour.sh).
         "hour": dict(num_blocks=3, num_channels=32, num_simulations=16, num_envs=256,

@@ -17,7 +17,7 @@ for table in "${tables[@]}"; do
     # plies so that deterministic pairs play varied games.
     azjax arena final-gumbel256=results/models/connect_four_quick:256:search=gumbel \
       final-gumbel64=results/models/connect_four_quick:64:search=gumbel \
-      step200-gumbel256=results/connect_four_quick/checkpoint_step200:256:search=gumbel \
+      step200-gumbel256=results/connect_four/connect_four_quick/checkpoint_step200:256:search=gumbel \
       mcts:100 mcts:200 mcts:400 mcts:800 \
       --games 20 --random_opening_plies 2 --out_dir results/arena/connect_four ;;
   go_7x7)

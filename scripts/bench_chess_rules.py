@@ -1,7 +1,7 @@
 """azjax's chess rules (`azjax.games.chess_rules`) against pgx's own: the same kind of random games, timed in one run.
 
     python -m scripts.bench_chess_rules [--batches 128 1024] [--plies 32] [--rounds 3]
-                                        [--out results/bench_chess_rules.json]
+                                        [--out results/speed/bench_chess_rules.json]
 
 For each batch, plays `--plies` random legal moves in every game of the batch (one jitted scan, finished games
 restarting, as in self-play; each move the legal action with the largest hash of it and a random word per game,
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batches", type=int, nargs="+", default=[128, 1024])
     p.add_argument("--plies", type=int, default=32)
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--out", default="results/bench_chess_rules.json")
+    p.add_argument("--out", default="results/speed/bench_chess_rules.json")
     args = p.parse_args(argv)
 
     theirs, ours = pgx.make("chess"), ChessEnv()

@@ -1,7 +1,7 @@
 """azjax's Go rules (`azjax.games.go_rules`) against pgx's own: the same random games, timed in one run.
 
     python -m scripts.bench_go_rules [--sizes 7 9] [--batches 128 1024] [--plies 64] [--rounds 5]
-                                     [--out results/bench_go_rules.json]
+                                     [--out results/speed/bench_go_rules.json]
 
 For each board size and batch, plays `--plies` random moves in every game of the batch (one jitted scan,
 finished games restarting, as in self-play) with pgx's Go environment and with azjax's (which returns the
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batches", type=int, nargs="+", default=[128, 1024])
     p.add_argument("--plies", type=int, default=64)
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--out", default="results/bench_go_rules.json")
+    p.add_argument("--out", default="results/speed/bench_go_rules.json")
     args = p.parse_args(argv)
 
     rows = []

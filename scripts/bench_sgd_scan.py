@@ -2,7 +2,7 @@
 separate jitted calls, inside a rolled `lax.scan` (a while loop) and inside an unrolled one.
 
     python -m scripts.bench_sgd_scan [--game connect_four] [--preset quick] [--repeats 10] [--rounds 3] [--batch_size B]
-                                     [--out results/bench_sgd_scan.json]
+                                     [--out results/speed/bench_sgd_scan.json]
 
 XLA's CPU backend runs convolution gradients inside a while loop several times slower than outside one,
 while forward passes do not suffer; the loop step therefore unrolls its `sgd_steps_per_step` steps and
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeats", type=int, default=10, help="forward passes or gradients per call")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--batch_size", type=int, default=None, help="positions per pass (default: the preset's SGD batch)")
-    p.add_argument("--out", default="results/bench_sgd_scan.json")
+    p.add_argument("--out", default="results/speed/bench_sgd_scan.json")
     args = p.parse_args(argv)
 
     config = preset(args.game, args.preset)

@@ -1,8 +1,8 @@
 """A sweep of K seeds as one jitted program against the same K runs one after another (`azjax sweep` against
-`azjax train`), on the quick Connect Four preset; writes results/bench_sweep.json (or _<device>.json).
+`azjax train`), on the quick Connect Four preset; writes results/speed/bench_sweep.json (or _<device>.json).
 
     python -m scripts.bench_sweep --seeds 4 --steps 10            # CPU
-    python -m scripts.bench_sweep --seeds 8 --steps 20 --out results/bench_sweep_h100.json   # a GPU
+    python -m scripts.bench_sweep --seeds 8 --steps 20 --out results/speed/bench_sweep_h100.json   # a GPU
 
 Both sides run the same loop steps from the same seeds; each side's first step (its compile) is timed
 apart from the steady steps. The figure is the ratio of the sweep's wall time to the sequential runs',
@@ -52,7 +52,7 @@ def main(argv: list[str]) -> int:
                         "<= 2x one run, needs one)")
     p.add_argument("--other_steps", type=int, default=3,
                    help="loop steps of the sweep with the other batching (0: not timed)")
-    p.add_argument("--out", default="results/bench_sweep.json")
+    p.add_argument("--out", default="results/speed/bench_sweep.json")
     # Every config field as a flag, as `azjax train` has them (--min_replay_size: SGD runs in the timed steps only
     # once the replay holds this much; the run-book's --tiny gives toy network and batch sizes).
     config_flags(p)

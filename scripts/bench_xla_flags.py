@@ -8,9 +8,9 @@ threads: on a machine shared with other jobs they measure the work where wall se
 run `--repeats` times, interleaved, so the load falls on each alike; the JSON (`--out`) has every process's figures,
 each set's medians, and its ratios to the first set (the baseline).
 
-    python -m scripts.bench_xla_flags --tiny --out results/bench_xla_flags_tiny.json -- \\
+    python -m scripts.bench_xla_flags --tiny --out results/speed/bench_xla_flags_tiny.json -- \\
         "--xla_backend_optimization_level=0" "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
-    python -m scripts.bench_xla_flags --preset quick --out results/bench_xla_flags_quick.json -- \\
+    python -m scripts.bench_xla_flags --preset quick --out results/speed/bench_xla_flags_quick.json -- \\
         "" "--xla_cpu_use_fusion_emitters=false"
 
 `--tiny` is the tests' loop (tests/conftest.py's `tiny_overrides`): the suite is compile-bound, so its flags are

@@ -1,7 +1,7 @@
 """First-run time with and without JAX's persistent compilation cache: for each game, the same
 `azjax train` command (the quick preset, 2 steps) runs in a fresh process twice, first with an empty
 cache directory (cold), then with the directory the first run filled (warm). Writes
-results/compile_time.json.
+results/speed/compile_time.json.
 
     python -m scripts.compile_time                              # connect_four and go_9x9
     python -m scripts.compile_time --game connect_four --out /tmp/compile_time.json
@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--game", action="append", default=None, help="repeatable; default connect_four, go_9x9")
-    parser.add_argument("--out", default="results/compile_time.json")
+    parser.add_argument("--out", default="results/speed/compile_time.json")
     args = parser.parse_args(argv)
     games = args.game or ["connect_four", "go_9x9"]
     load_before = os.getloadavg()

@@ -6,7 +6,7 @@
 #   $OUT/{config.json,metrics.csv,eval.csv,curves.png,train_log.txt}, $OUT/model/ (the exported network)
 #   $OUT/pons_sims{64,256}.json, pons_policy.json (no search), vs_mcts_solver1000.json
 #   results/models/connect_four_hour/ (a copy of $OUT/model)
-# OUT defaults to results/connect_four_hour/colour_plane, where the committed run is. Arguments are passed on
+# OUT defaults to results/connect_four/connect_four_hour/colour_plane, where the committed run is. Arguments are passed on
 # to `azjax train` (a variant of the preset: `OUT=... MODEL= bash scripts/connect_four_hour.sh --swa_decay 0.99`);
 # MODEL= (empty) leaves results/models alone. The command run is written to $OUT/command.txt.
 # Needs open-spiel (pip install open-spiel), a script-only dependency.
@@ -14,7 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUN=${RUN:-runs/connect_four_hour_$(date +%Y%m%d_%H%M%S)}
-OUT=${OUT:-results/connect_four_hour/colour_plane}
+OUT=${OUT:-results/connect_four/connect_four_hour/colour_plane}
 MODEL=${MODEL-results/models/connect_four_hour}
 mkdir -p "$OUT"
 echo "RUN=$RUN OUT=$OUT MODEL=$MODEL bash scripts/connect_four_hour.sh $*" > "$OUT/command.txt"

@@ -25,6 +25,7 @@ from scripts.results_index import write_or_check
 ROOT = Path(__file__).resolve().parents[1]
 OUT_JSON = ROOT / "results" / "fidelity.json"
 OUT_MD = ROOT / "results" / "fidelity.md"
+SAI_RESULTS = "results/sai_7x7"  # lab/sai_7x7/'s files: training runs, komi curves, replay fits
 Z95 = 1.959964
 
 
@@ -105,7 +106,7 @@ def _decisive(wins: int, draws: int, losses: int) -> list[float]:
 
 
 def contempt_decisiveness() -> dict[str, Any]:
-    c4_path, chess_path = "results/contempt_sweep_connect_four.json", "results/contempt_sweep.json"
+    c4_path, chess_path = "results/contempt/contempt_sweep_connect_four.json", "results/contempt/contempt_sweep.json"
     c4 = {str(s["n_scl"]): s for s in load(c4_path)["settings"] if s["tau"] == 1.0}
     chess = {str(s["n_scl"]): s["adjudicated"] for s in load(chess_path)["settings"] if s["tau"] == 1.0}
     figure = {"connect_four": {n: _decisive(c4[n]["wins"], c4[n]["draws"], c4[n]["losses"]) for n in ("off", "5", "1")},
@@ -151,7 +152,7 @@ def auc_verdict(row: dict[str, Any]) -> str:
     return error_verdict(row["diff_low"], row["diff_high"], " than AlphaZero")
 
 
-HOUR_SWEEP = "results/variants_connect_four_hour.json"
+HOUR_SWEEP = "results/connect_four/variants_connect_four_hour.json"
 HOUR_COMMAND = ("AZJAX_CPU_DEVICES=2 python -m lab.connect_four.variants_connect_four --preset hour --num_steps 1400 "
                 "--variants alphazero contempt_5 tdleaf_0.7 playout_cap go_exploit_visited go_exploit_visited_0.1 "
                 "go_exploit_search --seeds 2 --resume")
@@ -159,7 +160,7 @@ HOUR_COMMAND = ("AZJAX_CPU_DEVICES=2 python -m lab.connect_four.variants_connect
 
 HOUR_ROUND_ROBINS = "results/arena/connect_four_hour_sweep*/results.json"
 # Runs of the sweep made again, with the same command and seed, to rebuild a final network that was not kept.
-HOUR_RERUNS = "results/variants_connect_four_hour_reruns.json"
+HOUR_RERUNS = "results/connect_four/variants_connect_four_hour_reruns.json"
 
 
 def hour_round_robins() -> dict[str, dict[str, Any]]:
@@ -442,11 +443,12 @@ def search_million_nodes(run: dict[str, Any]) -> float:
 
 
 def sai_plus_nine() -> dict[str, Any]:
-    """SAI's +9 over seeds of the `sai` preset as committed. Every results/sai_7x7*.json of `lab/sai_7x7/sai_7x7.py`
-    (a file with the estimate's `last_quarter`) whose config is the preset's, the seed aside, is a seed; the runs
-    at other settings (older presets, changed fields, continuations, runs not finished) stand beside them."""
+    """SAI's +9 over seeds of the `sai` preset as committed. Every results/sai_7x7/sai_7x7*.json of
+    `lab/sai_7x7/sai_7x7.py` (a file with the estimate's `last_quarter`) whose config is the preset's, the seed aside,
+    is a seed; the runs at other settings (older presets, changed fields, continuations, runs not finished) stand
+    beside them."""
     preset_config = sai_preset_config()
-    files = sorted((ROOT / "results").glob("sai_7x7*.json"))
+    files = sorted((ROOT / SAI_RESULTS).glob("sai_7x7*.json"))
     runs = {str(f.relative_to(ROOT)): run for f in files if "last_quarter" in (run := json.loads(f.read_text()))}
     seeds = {p: r for p, r in runs.items() if is_sai_preset_seed(r, preset_config)}
     seeds = dict(sorted(seeds.items(), key=lambda kv: kv[1]["config"]["seed"]))
@@ -487,14 +489,14 @@ def sai_plus_nine() -> dict[str, Any]:
 
 
 def sai_seed_komi_curves(seeds: dict[str, dict[str, Any]], preset_config: Any) -> dict[str, dict[str, Any]]:
-    """The seeds' self-play komi curves, where they were measured: each results/sai_7x7*komi_curve*.json of
+    """The seeds' self-play komi curves, where they were measured: each results/sai_7x7/sai_7x7*komi_curve*.json of
     `lab/sai_7x7/sai_komi_curve.py` whose model was trained with a seed's config and which played itself as in that
     training (its simulations, sampling window and root noise). Matched by the model's config.json, not by file name: a
     preset that changes its search keeps its length, and names built from the length would pair the new seeds
     with the old seeds' curves."""
     configs = [type(preset_config).from_dict(r["config"]) for r in seeds.values()]
     curves = {}
-    for f in sorted((ROOT / "results").glob("sai_7x7*komi_curve*.json")):
+    for f in sorted((ROOT / SAI_RESULTS).glob("sai_7x7*komi_curve*.json")):
         d = json.loads(f.read_text())
         model_config = ROOT / d.get("model", "") / "config.json"
         if not model_config.is_file():
@@ -525,9 +527,9 @@ def komi_curve_diagnosis(curves: dict[str, dict[str, Any]]) -> str:
 
 
 def sai_replay_fits() -> dict[str, dict[str, Any]]:
-    """Every fit of `lab/sai_7x7/sai_replay_fit.py`: results/sai_7x7*_replay_fit.json (a run's end) and
-    results/sai_7x7*_replay_fits/step_N.json (its checkpoints on the way), one a run and step, by file name."""
-    results = ROOT / "results"
+    """Every fit of `lab/sai_7x7/sai_replay_fit.py`: results/sai_7x7/sai_7x7*_replay_fit.json (a run's end) and
+    results/sai_7x7/sai_7x7*_replay_fits/step_N.json (its checkpoints on the way), one a run and step, by file name."""
+    results = ROOT / SAI_RESULTS
     files = [*results.glob("sai_7x7*_replay_fit.json"), *results.glob("sai_7x7*_replay_fits/*.json")]
     fits: dict[str, dict[str, Any]] = {}
     seen: set[tuple[str, int]] = set()
@@ -556,7 +558,7 @@ def replay_fit_diagnosis(fits: dict[str, dict[str, Any]]) -> str:
 
 def variant_claim(key: str, paper: str, claim: str) -> Callable[[], dict[str, Any]]:
     def read() -> dict[str, Any]:
-        path = "results/variants_connect_four.json"
+        path = "results/connect_four/variants_connect_four.json"
         d = load(path)
         row, base = d["table"][key], d["table"]["alphazero"]
         diff = [r3(row["auc_minus_alphazero"]), r3(row["diff_low"]), r3(row["diff_high"])]
@@ -580,8 +582,8 @@ TDLEAF = "TD(lambda) targets along the principal variation learn faster than the
 PLAYOUT_CAP = "Playout caps (full searches on a quarter of the moves, trained on) learn more per unit of compute."
 
 CLAIMS: list[Callable[[], dict[str, Any]]] = [
-    contempt_at_odds("results/contempt_odds_connect_four_vs_hour.json"),
-    contempt_at_odds("results/contempt_odds_connect_four.json"),
+    contempt_at_odds("results/contempt/contempt_odds_connect_four_vs_hour.json"),
+    contempt_at_odds("results/contempt/contempt_odds_connect_four.json"),
     contempt_decisiveness,
     hour_variant_claim(("contempt_5", "contempt_28"), "self-play at n_scl off / 5 / 28", "search-contempt",
                        "Self-play at N_scl = 5 trains a stronger player than plain PUCT at equal compute (+70 Elo in "

@@ -14,7 +14,7 @@ for g in "${games[@]}"; do
   go_9x9) flags=(--num_steps 800 --swa_decay 0.99 --eval_every 0 --checkpoint_every 50 --minutes 58)
           runner=() ;;
   # The preset as it is (self-play adjudicated by material after 160 plies), for 60 minutes under the memory
-  # soak, which adds --minutes and writes the `memory` section of results/reliability.json.
+  # soak, which adds --minutes and writes the `memory` section of results/reliability/reliability.json.
   chess) flags=()
          runner=(python -m lab.reliability.memory_soak --minutes 60 --log runs/chess_light.train.log --) ;;
   *) echo "unknown game $g (go_9x9, chess)" >&2; exit 2 ;;

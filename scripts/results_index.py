@@ -8,10 +8,11 @@ Every JSON file under results/ that git does not ignore is listed (without git: 
 the command that wrote it, else the file's top-level keys), a headline figure where the file has an obvious one, and
 the command that wrote it when the file records one (a "command" key).
 
-Files that moved are named in results/path_map.json (old path -> new path): the results files keep the commands that
-wrote them, old paths and all. `--check` also checks the map: every old path is gone, every new path is there, and
-every script that results/ or the docs name (`lab/sai_7x7/sai_7x7.py`, or `python -m lab.sai_7x7.sai_7x7` in a
-command) is in the repository or moved there through the map.
+Files and folders that moved are named in results/path_map.json (old path -> new path; a folder's entry moves every
+path under it): the results files keep the commands that wrote them, old paths and all. `--check` also checks the map:
+every old path is gone, every new path is there, and every script that results/ or the docs name
+(`lab/sai_7x7/sai_7x7.py`, or `python -m lab.sai_7x7.sai_7x7` in a command) is in the repository or moved there
+through the map.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ TABLE_END = "<!-- end of the written table -->"
 GPU_TABLE_START = "<!-- the GPU table is written by python -m scripts.results_index from results/gpu/ -->"
 GPU_TABLE_END = "<!-- end of the written GPU table -->"
 TEST_TIMES_START = ("<!-- the test times are written by python -m scripts.results_index from "
-                    "results/test_times_*.json -->")
+                    "results/speed/test_times_*.json -->")
 TEST_TIMES_END = "<!-- end of the written test times -->"
 
 SCRIPT_PACKAGES = ("scripts.", "lab.")  # a script's module name starts with one of these
@@ -260,7 +261,9 @@ def render(files: list[Path]) -> str:
            "are left out); `python -m scripts.results_index --check` fails when it is out of date. Each entry: "
            "what the file measures, a headline figure where there is an obvious one, and the command that wrote "
            "it when the file records one. The figures are discussed in [docs/experiments.md]"
-           "(../docs/experiments.md).", ""]
+           "(../docs/experiments.md). Files are grouped by study (a game's runs, `sai_7x7/`, `contempt/`, `speed/`, "
+           "...); a command recorded before its file moved names the old path, and [path_map.json](path_map.json) "
+           "maps it to the new one.", ""]
     folder = None
     for path in files:
         here = path.parent.relative_to(ROOT).as_posix()
@@ -278,17 +281,17 @@ def render(files: list[Path]) -> str:
 # rate on that Pons set. The scores themselves are read from the files.
 HEADLINE_ROWS: list[tuple[str, str, str, list[tuple[str, str]]]] = [
     ("Connect Four",
-     "`hour` preset: 1400 steps in [53m13s](results/connect_four_hour/colour_plane/train_log.txt), 2 CPU cores "
-     "split into 2 devices",
+     "`hour` preset: 1400 steps in [53m13s](results/connect_four/connect_four_hour/colour_plane/train_log.txt), "
+     "2 CPU cores split into 2 devices",
      "OpenSpiel's MCTS-Solver, 1000 simulations (40 games, the network searching 256 visits)",
-     [("results/connect_four_hour/colour_plane/vs_mcts_solver1000.json", "mcts-solver1000")]),
+     [("results/connect_four/connect_four_hour/colour_plane/vs_mcts_solver1000.json", "mcts-solver1000")]),
     ("Connect Four", "the same network",
      "Pons' begin_hard set: moves that change the game-theoretic result, at 256 visits",
-     [("results/connect_four_hour/colour_plane/pons_sims256.json", "begin_hard")]),
+     [("results/connect_four/connect_four_hour/colour_plane/pons_sims256.json", "begin_hard")]),
     ("Connect Four",
-     "`quick` preset: 300 steps in [18m37s](results/connect_four_quick/train_log.txt), 2 CPU cores",
+     "`quick` preset: 300 steps in [18m37s](results/connect_four/connect_four_quick/train_log.txt), 2 CPU cores",
      "rollout MCTS, 200 simulations (200 games, the network searching 256 simulations)",
-     [("results/connect_four_quick/eval_vs_mcts200_sims256.json", "mcts200")]),
+     [("results/connect_four/connect_four_quick/eval_vs_mcts200_sims256.json", "mcts200")]),
     ("Go 7x7",
      "`sai` preset with KataGo's global pooling, ownership and score heads: 2203 steps in "
      "[55 minutes](results/go_7x7/sai_pooled_katago_aux/train_log.txt), 2 CPU cores",
@@ -384,11 +387,11 @@ def _minutes(seconds: float) -> str:
 
 def test_times() -> str:
     """README.md's sentence on how long the fast tier and the whole suite took, from scripts/time_tests.py's files."""
-    fast, full = (json.loads((RESULTS / f"test_times_{tier}.json").read_text()) for tier in ("fast", "full"))
+    fast, full = (json.loads((RESULTS / "speed" / f"test_times_{tier}.json").read_text()) for tier in ("fast", "full"))
     return (f"It took {_minutes(fast['wall_seconds'])} on {fast['cpu_cores']} cores at {fast['commit']} "
-            f"([results/test_times_fast.json](results/test_times_fast.json)); the whole suite took "
+            f"([results/speed/test_times_fast.json](results/speed/test_times_fast.json)); the whole suite took "
             f"{_minutes(full['wall_seconds'])} at {full['commit']} "
-            f"([results/test_times_full.json](results/test_times_full.json)).")
+            f"([results/speed/test_times_full.json](results/speed/test_times_full.json)).")
 
 
 def readme_with_table(text: str) -> str:
@@ -415,6 +418,17 @@ def load_path_map(root: Path = ROOT) -> dict[str, str]:
     return json.loads((root / PATH_MAP.relative_to(ROOT)).read_text())["moves"]
 
 
+def moved_to(path: str, moves: dict[str, str]) -> str | None:
+    """Where `path` (relative to the repository root) moved through the map: its own entry, else the entry of the
+    nearest folder above it (`results/connect_four_hour/x.json` -> `results/connect_four/connect_four_hour/x.json`);
+    None when nothing moved it."""
+    path = path.rstrip("/")
+    if path in moves:
+        return moves[path]
+    folder = max((old for old in moves if path.startswith(old + "/")), key=len, default=None)
+    return None if folder is None else moves[folder] + path[len(folder):]
+
+
 def named_scripts(text: str) -> set[str]:
     """The scripts a text names, as paths: `lab/x/y.py` as it is, `python -m lab.x.y` as lab/x/y.py."""
     return set(SCRIPT_PATH.findall(text)) | {m.replace(".", "/") + ".py" for m in SCRIPT_MODULE.findall(text)}
@@ -426,15 +440,16 @@ def path_map_problems(root: Path = ROOT) -> list[str]:
     that the map does not move."""
     moves = load_path_map(root)
     files = {f.relative_to(root).as_posix() for f in repository_files(root)}
+    there = files | {parent.as_posix() for f in files for parent in Path(f).parents}  # a folder: a file under it
     where = PATH_MAP.relative_to(ROOT).as_posix()
-    problems = [f"{where}: {old} is still in the repository" for old in moves if old in files]
+    problems = [f"{where}: {old} is still in the repository" for old in moves if old in there]
     problems += [f"{where}: {new} (moved from {old}) is not in the repository" for old, new in moves.items()
-                 if new not in files]
+                 if new not in there]
     pages = sorted(f for f in files if f.endswith(TEXT_SUFFIXES) and f != where and (
         f.startswith(("results/", "docs/")) or f in ("README.md", "scripts/README.md", "lab/README.md")))
     for page in pages:
         for script in sorted(named_scripts((root / page).read_text(errors="replace"))):
-            if script not in files and moves.get(script) not in files:
+            if script not in files and moved_to(script, moves) not in files:
                 problems.append(f"{page} names {script}: not in the repository, and {where} does not move it")
     return problems
 

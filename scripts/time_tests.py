@@ -1,6 +1,6 @@
 """Times the test suite or its fast tier and records the run: the pytest command, its summary line, the wall time,
 every test of a second or more (`slowest`) and those seconds summed by module (`by_module`: where to trim), the
-commit and the machine's core count (`--out`, default results/test_times_TIER.json).
+commit and the machine's core count (`--out`, default results/speed/test_times_TIER.json).
 
     python -m scripts.time_tests --tier fast      # python -m pytest -q -m "not slow"
     python -m scripts.time_tests --tier full      # python -m pytest -q (what .ci/run runs after its installs)
@@ -55,7 +55,7 @@ def by_module(rows: list[dict[str, object]]) -> list[dict[str, object]]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--tier", choices=list(TIERS), default="fast")
-    p.add_argument("--out", default=None, help="JSON (default results/test_times_TIER.json)")
+    p.add_argument("--out", default=None, help="JSON (default results/speed/test_times_TIER.json)")
     args = p.parse_args(argv)
     # Every phase of a second or more in the durations table, not the configured slowest 25: the whole picture.
     command = [sys.executable, "-m", "pytest", "-q", "--durations=0", "--durations-min=1", *TIERS[args.tier]]
@@ -66,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True,
                             text=True).stdout.strip()
     shown = " ".join(["python", "-m", "pytest", "-q", *(f'"{a}"' if " " in a else a for a in TIERS[args.tier])])
-    out = Path(args.out or f"results/test_times_{args.tier}.json")
+    out = Path(args.out or f"results/speed/test_times_{args.tier}.json")
     given = sys.argv[1:] if argv is None else list(argv)
     record = dict(command=shlex.join(["python", "-m", "scripts.time_tests", *given]),
                   tier=args.tier, pytest=shown, summary=summary_line(proc.stdout), wall_seconds=round(seconds, 1),

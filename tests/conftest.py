@@ -12,7 +12,7 @@ from pathlib import Path
 # The tests are compile-bound (tiny configs, a few steps): XLA's CPU backend at LLVM optimisation level 0
 # compiles the loop ~2-3x faster and runs it a few times slower, a net win for every test here; without its
 # fusion emitters (the older elemental codegen) the tiny loop compiles faster still at the same step time
-# (`scripts/bench_xla_flags.py --tiny`, results/bench_xla_flags_tiny.json). Numerics stay within float32
+# (`scripts/bench_xla_flags.py --tiny`, results/speed/bench_xla_flags_tiny.json). Numerics stay within float32
 # reassociation (the golden runs match at their tolerance); the tests that hold two programs equal bit for bit
 # compile with XLA's defaults instead (tests/production_xla.py). Set before JAX starts its backend; the variable is
 # inherited by the xdist workers and by the subprocesses tests start. Opt out with AZJAX_TEST_XLA_OPT=default

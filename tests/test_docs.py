@@ -86,19 +86,20 @@ def repository_paths() -> set[Path] | None:
     return {p for f in files if f.exists() for p in (f, *f.parents)}
 
 
-def moved() -> dict[Path, Path]:
-    """results/path_map.json's moves as absolute paths: old -> new."""
-    return {ROOT / old: ROOT / new for old, new in import_module("scripts.results_index").load_path_map().items()}
+def moved(path: Path) -> Path:
+    """Where results/path_map.json moved `path` (absolute; a folder's entry moves every path under it), else `path`."""
+    if not path.is_relative_to(ROOT):
+        return path
+    index = import_module("scripts.results_index")
+    new = index.moved_to(path.relative_to(ROOT).as_posix(), index.load_path_map())
+    return path if new is None else ROOT / new
 
 
 def missing(text: str, page: Path, known: set[Path] | None) -> list[str]:
     """The references of `page` (with `text`) to paths that are not in the repository, directly or through the path
     map."""
-    moves = moved()
-
     def present(path: Path) -> bool:
-        path = path.resolve()
-        path = moves.get(path, path)
+        path = moved(path.resolve())
         return path.exists() and (known is None or path in known)
 
     return [written for written, path in references(text, page) if not present(path)]
@@ -108,14 +109,14 @@ def test_the_reference_finder_reports_a_file_that_is_not_there() -> None:
     page = ROOT / "docs" / "example.md"
     text = ("A [missing page](missing_page.md), `results/no_such_file.json`, `scripts/no_such_script.py:main`, "
             "`azjax/no_such_module.py`, `results/models/no_such_model/README.md` and "
-            "`results/variants_connect_four.{json,nope}`; but not "
+            "`results/connect_four/variants_connect_four.{json,nope}`; but not "
             "`RUN_DIR/config.json`, `results/models/NAME`, `FILE.jsonl`, `~/.cache/azjax/jax`, `/usr/games/gnugo`, "
             "[a site](https://example.org/x.md), `azjax.search.choose_move`, `--run_dir runs/x` or a command's "
             "output under the ignored runs/, `runs/bench/bench_selfplay.json`.\n"
             "```\nazjax eval results/no_such_model mcts:200\n```\n")
     assert missing(text, page, repository_paths()) == [
         "missing_page.md", "results/no_such_file.json", "scripts/no_such_script.py:main", "azjax/no_such_module.py",
-        "results/models/no_such_model/README.md", "results/variants_connect_four.{json,nope}"]
+        "results/models/no_such_model/README.md", "results/connect_four/variants_connect_four.{json,nope}"]
 
 
 def test_a_moved_file_resolves_through_the_path_map_and_only_through_it() -> None:
@@ -125,15 +126,25 @@ def test_a_moved_file_resolves_through_the_path_map_and_only_through_it() -> Non
     assert missing(f"`{old}`, `{new}` and `{old}.gone`", page, repository_paths()) == [f"{old}.gone"]
 
 
+def test_a_file_in_a_moved_folder_resolves_through_the_folders_entry() -> None:
+    known = repository_paths()
+    old, new = next((old, new) for old, new in import_module("scripts.results_index").load_path_map().items()
+                    if (ROOT / new).is_dir())
+    inside = next(p for p in sorted((ROOT / new).rglob("*")) if p.is_file() and (known is None or p in known))
+    name = f"{old}/{inside.relative_to(ROOT / new).as_posix()}"
+    page = ROOT / "docs" / "example.md"
+    assert missing(f"`{name}`, `{old}/` and `{name}.gone`", page, known) == [f"{name}.gone"]
+
+
 def test_the_reference_finder_accepts_files_that_are_there() -> None:
     text = ("[the README](../README.md), [experiments](experiments.md#compile-time), `azjax/config.py:Config`, "
             "`results/models/connect_four_quick:64`, `policy:results/models/connect_four_quick`, "
-            "`results/variants_connect_four.{json,png}`, `tests/`")
+            "`results/connect_four/variants_connect_four.{json,png}`, `tests/`")
     page = ROOT / "docs" / "example.md"
     assert [w for w, _ in references(text, page)] == [
         "../README.md", "experiments.md#compile-time", "azjax/config.py:Config", "results/models/connect_four_quick:64",
-        "policy:results/models/connect_four_quick", "results/variants_connect_four.{json,png}",
-        "results/variants_connect_four.{json,png}", "tests/"]
+        "policy:results/models/connect_four_quick", "results/connect_four/variants_connect_four.{json,png}",
+        "results/connect_four/variants_connect_four.{json,png}", "tests/"]
     assert missing(text.replace("experiments.md#compile-time", "README.md"), ROOT / "docs" / "x.md",
                    repository_paths()) == ["README.md"]  # docs/README.md does not exist; the rest does
 
@@ -221,6 +232,16 @@ def test_the_path_map_check_finds_what_did_not_move_and_what_nothing_moved(tmp_p
     assert check({"scripts/kept.py": "lab/study/new.py", "scripts/old.py": "lab/study/missing.py"}, "") == [
         "results/path_map.json: scripts/kept.py is still in the repository",
         "results/path_map.json: lab/study/missing.py (moved from scripts/old.py) is not in the repository"]
+    # A folder's entry moves every path under it: the folder is there when a file under it is.
+    (tmp_path / "results" / "study" / "run").mkdir(parents=True)
+    (tmp_path / "results" / "study" / "run" / "log.txt").write_text("")
+    folders = {"results/run": "results/study/run", "lab/old_study": "lab/study"}
+    assert check(folders, "python lab/old_study/new.py") == []
+    assert index.moved_to("results/run/log.txt", folders) == "results/study/run/log.txt"
+    assert index.moved_to("results/run_2/log.txt", folders) is None
+    assert check({"results/study": "results/elsewhere"}, "") == [
+        "results/path_map.json: results/study is still in the repository",
+        "results/path_map.json: results/elsewhere (moved from results/study) is not in the repository"]
 
 
 def test_the_results_index_is_up_to_date() -> None:
@@ -288,9 +309,11 @@ def test_the_odds_verdict_needs_plain_to_fall_and_contempt_to_gain_past_it(monke
 
 
 def fidelity_reading(root: Path, monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """scripts/fidelity.py reading its results files from `root`/results (made empty) instead of the repository's."""
+    """scripts/fidelity.py reading its results files from `root`/results (made empty, with the studies' folders it
+    reads) instead of the repository's."""
     fidelity = import_module("scripts.fidelity")
-    (root / "results").mkdir()
+    for folder in (fidelity.SAI_RESULTS, Path(fidelity.HOUR_SWEEP).parent, Path(fidelity.HOUR_RERUNS).parent):
+        (root / folder).mkdir(parents=True, exist_ok=True)
     monkeypatch.setattr(fidelity, "ROOT", root)
     return fidelity
 
@@ -303,14 +326,15 @@ def test_sais_verdict_counts_the_seeds_within_one_point_of_nine(tmp_path, monkey
     def write(name: str, mean: float, seed: int = 0, **changed: object) -> None:
         run = {"last_quarter": {"mean": mean, "min": mean - 1, "max": mean + 1}, "perfect_play_black_lead": 9.0,
                "steps": 1500, "games": 30000, "finished": True, "config": {**preset, "seed": seed, **changed}}
-        (tmp_path / "results" / name).write_text(json.dumps(run))
+        (tmp_path / fidelity.SAI_RESULTS / name).write_text(json.dumps(run))
 
     # Another setting, an older preset's length, a run still going: beside the seeds, not among them.
     write("sai_7x7_sims32.json", 9.0, num_simulations=32)
     write("sai_7x7_short.json", 9.0, num_steps=preset["num_steps"] // 2)
     write("sai_7x7_seed3.json", 9.0, seed=3)
-    (tmp_path / "results" / "sai_7x7_seed3.json").write_text(
-        (tmp_path / "results" / "sai_7x7_seed3.json").read_text().replace('"finished": true', '"finished": false'))
+    (tmp_path / fidelity.SAI_RESULTS / "sai_7x7_seed3.json").write_text(
+        (tmp_path / fidelity.SAI_RESULTS / "sai_7x7_seed3.json").read_text().replace('"finished": true',
+                                                                                       '"finished": false'))
     write("sai_7x7.json", 9.2)
     claim = fidelity.sai_plus_nine()
     assert claim["verdict"] == "1 seed (the issue asks for 3): 1 within +-1; of 3 runs at other settings, 3 within +-1"
@@ -341,7 +365,7 @@ def test_sais_verdict_counts_the_seeds_within_one_point_of_nine(tmp_path, monkey
              "temperature_moves": preset["temperature_moves"],
              "gumbel_scale": preset["gumbel_scale"] if gumbel_scale is None else gumbel_scale,
              "selfplay_fit": {"black_lead": (low + high) / 2, "black_lead_low": low, "black_lead_high": high}}
-        (tmp_path / "results" / f"sai_7x7_{name}_komi_curve.json").write_text(json.dumps(d))
+        (tmp_path / fidelity.SAI_RESULTS / f"sai_7x7_{name}_komi_curve.json").write_text(json.dumps(d))
 
     curve("seed0", 0, 9.0, 8.0, 10.0)
     curve("seed1", 1, 7.0, 5.0, 8.5)
@@ -351,7 +375,7 @@ def test_sais_verdict_counts_the_seeds_within_one_point_of_nine(tmp_path, monkey
     claim = fidelity.sai_plus_nine()
     assert "inside its own self-play's interval in 2 of 2" in claim["diagnosis"] and "seed1: 6.75 [5.0, 8.5]" in (
         claim["diagnosis"])
-    assert "results/sai_7x7_seed1_komi_curve.json" in claim["sources"]
+    assert "results/sai_7x7/sai_7x7_seed1_komi_curve.json" in claim["sources"]
     curve("seed2", 2, 9.9, 6.0, 8.0)
     assert "in 2 of 3: some estimates lag" in fidelity.sai_plus_nine()["diagnosis"]
 
@@ -363,7 +387,7 @@ def test_sais_verdict_counts_seeds_of_a_setting_beside_the_presets(tmp_path, mon
         run = {"last_quarter": {"mean": mean, "min": mean - 1, "max": mean + 1}, "perfect_play_black_lead": 9.0,
                "steps": 3000, "games": 60000, "finished": True,
                "config": {**preset, "seed": seed, "num_simulations": 32}}
-        (tmp_path / "results" / f"sai_7x7_sims32_seed{seed}.json").write_text(json.dumps(run))
+        (tmp_path / fidelity.SAI_RESULTS / f"sai_7x7_sims32_seed{seed}.json").write_text(json.dumps(run))
     verdict = fidelity.sai_plus_nine()["verdict"]
     assert verdict.endswith("of 3 runs at other settings, 2 within +-1; seeds at num_simulations 32: 2 of 3 within "
                             "+-1"), verdict
@@ -374,13 +398,13 @@ def test_sais_diagnosis_says_how_far_the_estimate_sits_from_its_replays_games(tm
     preset = json.loads(fidelity.sai_preset_config().to_json())
     run = {"last_quarter": {"mean": 9.0, "min": 8.0, "max": 10.0}, "perfect_play_black_lead": 9.0, "steps": 3000,
            "games": 60000, "finished": True, "config": {**preset, "seed": 0, "lr_end_fraction": 1.0}}
-    (tmp_path / "results" / "sai_7x7_lrconst_seed0.json").write_text(json.dumps(run))
+    (tmp_path / fidelity.SAI_RESULTS / "sai_7x7_lrconst_seed0.json").write_text(json.dumps(run))
 
     def fit(path: str, step: int, averaged: float, replay: float) -> None:
         d = {"run_dir": "runs/sai_7x7_lrconst_seed0", "step": step, "net": {"averaged": {"black_lead": averaged}},
              "fit_all": {"black_lead": replay, "black_lead_low": replay - 0.5, "black_lead_high": replay + 0.5}}
-        (tmp_path / "results" / path).parent.mkdir(exist_ok=True)
-        (tmp_path / "results" / path).write_text(json.dumps(d))
+        (tmp_path / fidelity.SAI_RESULTS / path).parent.mkdir(exist_ok=True)
+        (tmp_path / fidelity.SAI_RESULTS / path).write_text(json.dumps(d))
 
     fit("sai_7x7_lrconst_seed0_replay_fits/step_1000.json", 1000, 4.0, 6.5)   # trailing its games by 2.5
     fit("sai_7x7_lrconst_seed0_replay_fits/step_3000.json", 3000, 9.2, 9.0)
@@ -388,7 +412,7 @@ def test_sais_diagnosis_says_how_far_the_estimate_sits_from_its_replays_games(tm
     claim = fidelity.sai_plus_nine()
     assert ("2 checkpoints of 1 run: sai_7x7_lrconst_seed0): the averaged estimate lies within 2.50 points of it at "
             "every checkpoint, inside its 95% interval at 1 and below it at 1") in claim["diagnosis"]
-    assert "results/sai_7x7_lrconst_seed0_replay_fit.json" in claim["sources"]
+    assert "results/sai_7x7/sai_7x7_lrconst_seed0_replay_fit.json" in claim["sources"]
 
 
 def test_the_hour_sweeps_verdicts_wait_for_two_paired_seeds_of_each_variant(tmp_path, monkeypatch) -> None:
@@ -513,8 +537,8 @@ def test_a_round_robin_says_which_of_its_networks_came_from_a_rerun_of_the_sweep
     (tmp_path / fidelity.HOUR_RERUNS).write_text(json.dumps(dict(runs=[dict(variant="playout_cap", seed=0,
                                                                             auc=0.0525)])))
     assert fidelity.rerun_networks(sweep, "playout_cap", [0, 1]) == (
-        " (seed 0's network from a rerun of its run, results/variants_connect_four_hour_reruns.json: area 5.25% "
-        "against the sweep's 5.24%, a new draw of the same seed)")
+        " (seed 0's network from a rerun of its run, results/connect_four/variants_connect_four_hour_reruns.json: "
+        "area 5.25% against the sweep's 5.24%, a new draw of the same seed)")
     assert fidelity.rerun_networks(sweep, "playout_cap", [1]) == ""  # seed 0 did not play this round robin
     assert fidelity.rerun_networks(sweep, "tdleaf_0.7", [0, 1]) == ""
 

@@ -1,7 +1,7 @@
 """Reliability under faults and bad input, at test scale: the GTP and UCI engines fuzzed through a pipe
 (and property-based in-process), bad flags, configs and model files, damaged checkpoints skipped on
 resume, and a training run killed with SIGKILL and resumed exactly. The full-scale counts come from
-lab/reliability/fuzz_engines.py and lab/reliability/soak_resume.py (results/reliability.json)."""
+lab/reliability/fuzz_engines.py and lab/reliability/soak_resume.py (results/reliability/reliability.json)."""
 
 from __future__ import annotations
 

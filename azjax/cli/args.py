@@ -95,13 +95,13 @@ def positive_float(text: str) -> float:
     return value
 
 
-# Timings from committed files: results/connect_four_quick/train_log.txt (scripts/reproduce_connect_four_quick.sh:
-# 300 steps, real 18m37s on 2 idle cores, compile cache warm) and results/compile_time.json (the first step
-# cold: 567 s on 2 cores under load ~10).
+# Timings from committed files: results/connect_four/connect_four_quick/train_log.txt
+# (scripts/reproduce_connect_four_quick.sh: 300 steps, real 18m37s on 2 idle cores, compile cache warm) and
+# results/speed/compile_time.json (the first step cold: 567 s on 2 cores under load ~10).
 PRESET_HELP = ("quick (CPU; Connect Four: 18.5 min for 300 steps on 2 idle cores once compiled, plus up to 9.5 min "
-               "compiling the first step when the cache is cold: results/connect_four_quick/train_log.txt, "
-               "results/compile_time.json), full (one GPU); connect_four: also hour (CPU, 1 h); go_7x7, go_9x9: "
-               "also sai (default quick)")
+               "compiling the first step when the cache is cold: "
+               "results/connect_four/connect_four_quick/train_log.txt, results/speed/compile_time.json), full (one "
+               "GPU); connect_four: also hour (CPU, 1 h); go_7x7, go_9x9: also sai (default quick)")
 
 
 def replay_ratio_flag(parser: argparse.ArgumentParser) -> None:

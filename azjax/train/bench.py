@@ -22,7 +22,7 @@ With `--scaling V1,V2,...` it also times one batched PUCT search per visit count
 azjax's search loop (`azjax.search.core.search`) against `mctx.search`, which builds the same tree
 (`search_scaling` rows): mctx's backup costs O(V) per simulation, so its search is O(V^2).
 
-    python -m azjax.train.bench --game connect_four --game go_9x9 --out results/bench_selfplay.json
+    python -m azjax.train.bench --game connect_four --game go_9x9 --out results/speed/bench_selfplay.json
 
 Without `--out` it writes runs/bench/bench_selfplay.json (ignored by git): results/ holds committed
 measurements, so only a path given there explicitly replaces one.

@@ -300,7 +300,7 @@ def release_freed_memory() -> bool:
     """Hands the heap's free pages back to the operating system (glibc's `malloc_trim`); False where there is no
     glibc. Compiling the loop step frees nearly as much memory as the run then uses (chess quick: about 500 MiB
     of 2.8 GiB), which glibc keeps mapped until some later free happens to trim it, so without this a run's
-    resident memory falls by a fifth at a random moment, minutes in (results/reliability.json, `memory`)."""
+    resident memory falls by a fifth at a random moment, minutes in (results/reliability/reliability.json, `memory`)."""
     trim = _malloc_trim()
     if trim is None:
         return False

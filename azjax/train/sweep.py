@@ -231,7 +231,7 @@ class Sweep:
 # How a device advances its runs: "vmap" batches them into every kernel (the networks' convolutions become
 # grouped ones), "unrolled" runs them one after another inside the one program. XLA's CPU backend runs the
 # grouped convolutions of vmapped networks several times slower than the runs one by one
-# (results/bench_sweep.json), so CPUs unroll.
+# (results/speed/bench_sweep.json), so CPUs unroll.
 BATCHING = ("vmap", "unrolled")
 
 

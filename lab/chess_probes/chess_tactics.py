@@ -3,7 +3,7 @@ mates in one, in each position of a file, where that move ranks among the legal 
 search plays it; and, from arena games against random play, how often the model had a mate in one and played it.
 
     python -m lab.chess_probes.chess_tactics results/chess_hour/wdl_random_openings/model results/models/chess_quick \\
-        --games results/chess_hour/wdl_random_openings/arena --out results/chess_tactics.json
+        --games results/chess_hour/wdl_random_openings/arena --out results/chess_hour/chess_tactics.json
 
 The solving moves are python-chess's: the mates in one where there are any, else the captures of the most
 valuable piece (`results/arena/chess/tactics_positions.txt`: one FEN a line, `#` lines are comments; the comment
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--positions", default=POSITIONS)
     p.add_argument("--visits", type=int, default=64, help="the search's simulations")
     p.add_argument("--games", nargs="*", default=[], help="an arena directory per model (`-`: none)")
-    p.add_argument("--out", default="results/chess_tactics.json")
+    p.add_argument("--out", default="results/chess_hour/chess_tactics.json")
     args = p.parse_args(argv)
     if args.games and len(args.games) != len(args.models):
         p.error(f"--games needs one arena directory per model ({len(args.models)}), got {len(args.games)}")

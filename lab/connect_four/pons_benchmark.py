@@ -2,7 +2,7 @@
 
     python -m lab.connect_four.pons_benchmark results/models/connect_four_quick:64
     python -m lab.connect_four.pons_benchmark results/models/connect_four_quick:256:search=puct \\
-        policy:results/models/connect_four_quick mcts:1000 --out results/pons_benchmark.json
+        policy:results/models/connect_four_quick mcts:1000 --out results/connect_four/pons_benchmark.json
 
 Agents are `azjax arena` specs (`azjax.play.specs.parse_agent`): `PATH[:N][:search=puct|gumbel,n_scl=K]` a run
 directory or exported model searching N simulations (default `--simulations`), `policy:PATH` the raw
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None, help="grade only the first K positions of each set")
     p.add_argument("--batch_size", type=int, default=None, help="positions per batch (default: a whole set)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="results/pons_benchmark.json")
+    p.add_argument("--out", default="results/connect_four/pons_benchmark.json")
     return p
 
 

@@ -1,8 +1,9 @@
 """Does a Connect Four network err more on Pons' positions its own self-play never reached?
 
-    python -m lab.connect_four.pons_coverage runs/RUN policy:results/connect_four_hour/random_openings/model \
-        [results/connect_four_hour/random_openings/model:64] \
-        --out results/connect_four_hour/random_openings/pons_coverage.json
+    python -m lab.connect_four.pons_coverage runs/RUN \
+        policy:results/connect_four/connect_four_hour/random_openings/model \
+        [results/connect_four/connect_four_hour/random_openings/model:64] \
+        --out results/connect_four/connect_four_hour/random_openings/pons_coverage.json
 
 RUN is a training run directory with the set of distinct positions its self-play wrote to the replay
 (`unique_states/STEP.npz`, `azjax.train.measures.UniqueStates`; `--step`, default the newest). Each of Pons'

@@ -2,7 +2,7 @@
 game-theoretic result of Pons' positions?
 
     python -m lab.connect_four.pons_values results/models/connect_four_hour [MORE_MODELS ...] [--search] \
-        [--sets begin_hard ...] --out results/connect_four_hour/pons_values.json
+        [--sets begin_hard ...] --out results/connect_four/connect_four_hour/pons_values.json
 
 For each model (a run directory or exported model) and each of Pons' sets (`--sets`, default all six), the
 values of every position for the side to move, grouped by the position's perfect-play result (win, draw,
@@ -32,7 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=None, help="only the first K positions of each set")
     p.add_argument("--search", action="store_true", help="grade the self-play search's q values too")
     p.add_argument("--seed", type=int, default=0, help="the search's key")
-    p.add_argument("--out", default="results/pons_values.json")
+    p.add_argument("--out", default="results/connect_four/pons_values.json")
     return p
 
 

@@ -18,7 +18,7 @@ another machine need not repeat a curve bit for bit) and the command. The PNG (`
 curves.
 
     python -m lab.connect_four.variants_connect_four --num_steps 40 --seeds 3 --evals 4 \\
-        --out results/variants_connect_four.json --plot results/variants_connect_four.png
+        --out results/connect_four/variants_connect_four.json --plot results/connect_four/variants_connect_four.png
 
 `--preset hour --num_steps 1400` grades the `hour` preset's runs instead (search-contempt in training:
 `--variants alphazero contempt_5`; a contempt variant whose n_scl the preset's simulation budget makes inert, as
@@ -77,8 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="games of the value-loss probe (visited and search states) at each evaluation point (0 = none)")
     p.add_argument("--override", nargs="*", default=[], metavar="FIELD=VALUE",
                    help="config overrides for every variant (e.g. num_envs=128)")
-    p.add_argument("--out", default="results/variants_connect_four.json")
-    p.add_argument("--plot", default="results/variants_connect_four.png")
+    p.add_argument("--out", default="results/connect_four/variants_connect_four.json")
+    p.add_argument("--plot", default="results/connect_four/variants_connect_four.png")
     p.add_argument("--model_dir", help="save each run's final network as a model directory here "
                                        "(VARIANT_seedN: config and parameters), for round robins with `azjax arena`")
     p.add_argument("--checkpoint_dir", help="keep each run in progress here (VARIANT_seedN), checkpointed every "

@@ -4,7 +4,7 @@ proves wins and losses in its tree), colours alternating, and writes the score w
     pip install open-spiel   # for this script only: open-spiel is no dependency of azjax
     python -m lab.connect_four.vs_mcts_solver results/models/connect_four_quick:64 --games 20 --simulations 1000
     python -m lab.connect_four.vs_mcts_solver results/models/connect_four_quick:256:search=puct --games 100 \\
-        --random_opening_plies 2 --out results/vs_mcts_solver.json
+        --random_opening_plies 2 --out results/connect_four/vs_mcts_solver.json
 
 The player is an `azjax arena` spec (`azjax.play.specs.parse_agent`: `PATH[:N][:search=...,n_scl=K]`,
 `policy:PATH`, `mcts:N`, `random`). The opponent is `open_spiel.python.algorithms.mcts.MCTSBot` with
@@ -159,7 +159,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--games", type=int, default=20, help="games (even: each opening with both colours)")
     p.add_argument("--random_opening_plies", type=int, default=0, help="uniformly random moves before play")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="results/vs_mcts_solver.json")
+    p.add_argument("--out", default="results/connect_four/vs_mcts_solver.json")
     return p
 
 

@@ -48,8 +48,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--batch", type=int, default=None, help="games per batch (even; default a whole cell)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--replot", action="store_true", help="only redraw --plot from an existing --out JSON")
-    p.add_argument("--out", default="results/contempt_odds_connect_four.json")
-    p.add_argument("--plot", default="results/contempt_odds_connect_four.png", help="PNG path ('' = no plot)")
+    p.add_argument("--out", default="results/contempt/contempt_odds_connect_four.json")
+    p.add_argument("--plot", default="results/contempt/contempt_odds_connect_four.png", help="PNG path ('' = no plot)")
     return p
 
 

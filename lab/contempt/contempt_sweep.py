@@ -71,8 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--capture_prior", type=float, default=0.0, help="material evaluator: prior logit per pawn captured")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--replot", action="store_true", help="only redraw --plot from an existing --out JSON")
-    p.add_argument("--out", default="results/contempt_sweep.json")
-    p.add_argument("--plot", default="results/contempt_sweep.png", help="PNG path ('' = no plot)")
+    p.add_argument("--out", default="results/contempt/contempt_sweep.json")
+    p.add_argument("--plot", default="results/contempt/contempt_sweep.png", help="PNG path ('' = no plot)")
     return p
 
 

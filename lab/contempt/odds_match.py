@@ -146,7 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scale", type=float, default=None, help="material evaluator tanh scale (default 0.2)")
     p.add_argument("--capture_prior", type=float, default=0.0, help="material evaluator: prior logit per pawn captured")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="results/odds_match.json")
+    p.add_argument("--out", default="results/contempt/odds_match.json")
     return p
 
 

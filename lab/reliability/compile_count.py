@@ -1,5 +1,5 @@
 """Counts compilations of the loop step after a run's first step, through checkpoints, evaluations
-and a resume, and records the count in results/reliability.json under `compile_count_after_step1`
+and a resume, and records the count in results/reliability/reliability.json under `compile_count_after_step1`
 (merged into the file: other scripts write other keys).
 
     python -m lab.reliability.compile_count                  # connect_four quick, 6 steps, stop at 3, resume
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--game", default="connect_four")
     parser.add_argument("--preset", default="quick")
     parser.add_argument("--eval_games", type=int, default=4)
-    parser.add_argument("--out", default="results/reliability.json")
+    parser.add_argument("--out", default="results/reliability/reliability.json")
     args = parser.parse_args(argv)
 
     from azjax.compile_cache import enable_compilation_cache

@@ -1,7 +1,7 @@
 """Malformed command lines against every `azjax` subcommand: each must end in one line naming the problem and
 exit status 2, with no traceback and no file written.
 
-    python -m lab.reliability.fuzz_cli [--lines 1000] [--seed 0] [--out results/reliability.json]
+    python -m lab.reliability.fuzz_cli [--lines 1000] [--seed 0] [--out results/reliability/reliability.json]
 
 Every line is a valid base command of one subcommand with one to three mutations, each of which makes it
 invalid on its own: a bad number (negative, zero where it is meaningless, not a number, NaN), an abbreviated or

@@ -1,5 +1,5 @@
 """Fuzzes `azjax gtp` (every game) and `azjax uci` through a pipe and records the counts in
-results/reliability.json (key `fuzz`, merged into the file).
+results/reliability/reliability.json (key `fuzz`, merged into the file).
 
     python -m lab.reliability.fuzz_engines                       # 10,000 lines per engine and game
     python -m lab.reliability.fuzz_engines --lines 500 --out /tmp/r.json
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-uci", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds without an answer that count as a hang")
-    parser.add_argument("--out", default="results/reliability.json")
+    parser.add_argument("--out", default="results/reliability/reliability.json")
     args = parser.parse_args(argv)
     games = args.game or list(GAMES)
     env = dict(os.environ)

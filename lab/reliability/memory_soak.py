@@ -1,6 +1,6 @@
 """Flat memory: the resident memory of a training run, sampled while it trains for an hour.
 
-    python -m lab.reliability.memory_soak [--minutes 60] [--every 15] [--out results/reliability.json] \
+    python -m lab.reliability.memory_soak [--minutes 60] [--every 15] [--out results/reliability/reliability.json] \
         -- azjax train --game chess --preset quick --run_dir runs/chess_light ...
 
 Starts the training command (with `--minutes` added, so it stops itself with a checkpoint), reads its
@@ -74,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--minutes", type=float, default=60.0)
     p.add_argument("--every", type=float, default=15.0, help="seconds between samples")
-    p.add_argument("--out", default="results/reliability.json")
+    p.add_argument("--out", default="results/reliability/reliability.json")
     p.add_argument("--log", default="runs/memory_soak.log")
     args = p.parse_args(argv[:split])
     command = argv[split + 1 :]

@@ -1,7 +1,7 @@
 """Kill soak: a small Connect Four run killed with SIGKILL at random moments (during self-play steps,
 steps with SGD, checkpoint writes, evaluations) and resumed each time; its metrics, evaluations and
 final parameters must equal those of an uninterrupted run of the same seed. Writes the `kill_soak`
-section of results/reliability.json (merged into the file). See lab/reliability/soak.py for the method.
+section of results/reliability/reliability.json (merged into the file). See lab/reliability/soak.py for the method.
 
     python -m lab.reliability.soak_resume                  # 20 kills
     python -m lab.reliability.soak_resume --kills 3 --out /tmp/r.json --workdir /tmp/soak
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=OVERRIDES["num_steps"])
     parser.add_argument("--seed", type=int, default=0, help="seed of the kill schedule")
     parser.add_argument("--workdir", default=None, help="keep the runs here (default: a temporary directory)")
-    parser.add_argument("--out", default="results/reliability.json")
+    parser.add_argument("--out", default="results/reliability/reliability.json")
     args = parser.parse_args(argv)
     overrides = {**OVERRIDES, "num_steps": args.steps}
     env = dict(os.environ)

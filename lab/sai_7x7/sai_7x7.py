@@ -1,7 +1,8 @@
 """Train 7x7 SAI (sigmoid-komi values, docs/methods.md section 2) and follow the empty-board score estimate.
 
-    python -m lab.sai_7x7.sai_7x7 [--minutes 120] [--steps N] [--run_dir runs/sai_7x7] [--out results/sai_7x7.json]
-                              [--plot results/sai_7x7.png] [--model_dir results/models/go_7x7_sai] [--resume]
+    python -m lab.sai_7x7.sai_7x7 [--minutes 120] [--steps N] [--run_dir runs/sai_7x7]
+                              [--out results/sai_7x7/sai_7x7.json] [--plot results/sai_7x7/sai_7x7.png]
+                              [--model_dir results/models/go_7x7_sai] [--resume]
                               [--preset sai|sai_full] [any config field, e.g. --num_envs 64 --sensible_lambda 0]
 
 Trains with the go_7x7 `sai` preset (value_head="sai"; sized for 2 CPU cores; `--preset sai_full` is the paper's
@@ -44,8 +45,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--minutes", type=float, default=120.0, help="wall-time budget of the training (default 120)")
     p.add_argument("--steps", type=int, default=None, help="loop steps (default: the preset's num_steps)")
     p.add_argument("--run_dir", default="runs/sai_7x7", help="run directory (checkpoints, metrics.csv)")
-    p.add_argument("--out", default="results/sai_7x7.json")
-    p.add_argument("--plot", default="results/sai_7x7.png")
+    p.add_argument("--out", default="results/sai_7x7/sai_7x7.json")
+    p.add_argument("--plot", default="results/sai_7x7/sai_7x7.png")
     p.add_argument("--model_dir", default="results/models/go_7x7_sai")
     p.add_argument("--resume", action="store_true", help="continue the run in --run_dir")
     p.add_argument("--preset", default="sai", choices=SAI_PRESETS,

@@ -1,7 +1,7 @@
 """What a SAI Go model expects before and after Black's first move: its empty-board estimate next to its estimates one
 ply later, and how sharply its policy picks the first move.
 
-    python -m lab.sai_7x7.sai_first_move MODEL [MODEL ...] [--out results/sai_7x7_first_move.json]
+    python -m lab.sai_7x7.sai_first_move MODEL [MODEL ...] [--out results/sai_7x7/sai_7x7_first_move.json]
 
 A SAI network's empty-board alpha0 (Black's expected lead on the board, docs/methods.md section 2) is the number
 `lab/sai_7x7/sai_7x7.py` follows towards 7x7's perfect-play +9. It is learnt from self-play outcomes, so it is the value
@@ -32,7 +32,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--top", type=int, default=5, help="first moves listed with their probabilities (default 5)")
     p.add_argument("--greedy_plies", type=int, default=8,
                    help="plies of the policy's favourite line read out (default 8: the sai preset's opening window)")
-    p.add_argument("--out", default="results/sai_7x7_first_move.json")
+    p.add_argument("--out", default="results/sai_7x7/sai_7x7_first_move.json")
     return p.parse_args(argv)
 
 

@@ -3,7 +3,7 @@ empty board: the data that pins SAI's empty-board estimate (docs/methods.md sect
 
     python -m lab.sai_7x7.sai_komi_curve results/models/go_7x7_sai [--komis -10.5 -0.5 4.5 8.5 9.5 14.5 19.5 29.5]
         [--games 128] [--simulations N] [--temperature_moves N] [--gumbel_scale G] [--seed 0]
-        [--out results/sai_7x7_komi_curve.json] [--plot results/sai_7x7_komi_curve.png]
+        [--out results/sai_7x7/sai_7x7_komi_curve.json] [--plot results/sai_7x7/sai_7x7_komi_curve.png]
 
 SAI trains the empty-board sigmoid rho(k) = sigmoid(beta0 (alpha0 - k)) (Black's winrate at komi k) on
 self-play games whose komi is drawn around alpha0, so alpha0 settles where Black's self-play winrate is
@@ -48,7 +48,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--gumbel_scale", type=float, default=None,
                    help="Gumbel search's root noise scale in self-play (default: the model's)")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default="results/sai_7x7_komi_curve.json")
+    p.add_argument("--out", default="results/sai_7x7/sai_7x7_komi_curve.json")
     p.add_argument("--plot", default=None, help="PNG of the curve (default: none)")
     args = p.parse_args(argv)
     if args.games < 2 or args.games % 2:

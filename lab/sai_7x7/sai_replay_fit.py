@@ -1,7 +1,7 @@
 """What a SAI run's replay says about the empty board, beside what its network says (docs/methods.md section 2).
 
     AZJAX_CPU_DEVICES=2 python -m lab.sai_7x7.sai_replay_fit RUN_DIR [--step N] [--resamples 300]
-        [--out results/sai_7x7_replay_fit.json]
+        [--out results/sai_7x7/sai_7x7_replay_fit.json]
 
 SAI's empty-board estimate alpha0 is trained on the empty-board positions of the self-play games in the replay,
 each with the komi its game was played at and Black's result. A network that fits its data puts alpha0 where
@@ -39,7 +39,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--step", type=int, default=None, help="the checkpoint's step (default: the newest)")
     p.add_argument("--resamples", type=int, default=300, help="bootstrap resamples of each fit's interval")
     p.add_argument("--seed", type=int, default=0, help="the bootstrap's seed")
-    p.add_argument("--out", default="results/sai_7x7_replay_fit.json")
+    p.add_argument("--out", default="results/sai_7x7/sai_7x7_replay_fit.json")
     p.add_argument("--trained_model_dir", default=None,
                    help="also write the checkpoint's trained weights (the ones self-play searched with, not the "
                         "average the run gives out) as a model here, for lab/sai_7x7/sai_komi_curve.py")

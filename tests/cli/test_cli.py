@@ -130,7 +130,7 @@ def test_sigint_or_sigterm_stops_training_with_a_checkpoint_that_resume_accepts_
 @pytest.mark.slow
 def test_a_quick_bench_and_a_small_arena_leave_a_fresh_clone_as_git_checked_it_out(tmp_path):
     """What a newcomer types first, in a clone of the committed tree: their outputs go under the ignored runs/,
-    and nothing committed (results/bench_selfplay.json, results/arena/) is touched. The clone holds the last
+    and nothing committed (results/speed/bench_selfplay.json, results/arena/) is touched. The clone holds the last
     commit, not uncommitted edits."""
     clone = tmp_path / "clone"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=300)
@@ -198,7 +198,7 @@ def test_bench_times_a_win_draw_loss_network_given_as_a_config_flag(tmp_path):
 
 def test_the_bench_script_rewrites_the_committed_measurement_unless_given_another_out():
     with_out = import_module("scripts.bench_selfplay").with_results_out
-    assert with_out(["--game", "go_9x9"]) == ["--game", "go_9x9", "--out", "results/bench_selfplay.json"]
+    assert with_out(["--game", "go_9x9"]) == ["--game", "go_9x9", "--out", "results/speed/bench_selfplay.json"]
     assert with_out(["--out", "x.json"]) == ["--out", "x.json"] and with_out(["--out=x.json"]) == ["--out=x.json"]
 
 
