@@ -38,5 +38,6 @@ status=0
 for f in config.json metrics.csv params.msgpack trainer.msgpack curves.png; do
   [ ! -f "$RUN/$f" ] || cp "$RUN/$f" "$KEEP/$f"
 done
-exit "$status"
+[ "$status" -eq 0 ] || exit "$status"
+exit
 }
